@@ -24,6 +24,12 @@ class InvalidPathError(LibrarianError, ValueError):
     code = "invalid_path"
 
 
+class FileTooLargeError(LibrarianError, ValueError):
+    """An upload exceeds the configured size limit; nothing was written."""
+
+    code = "file_too_large"
+
+
 class TenantError(LibrarianError, PermissionError):
     """No organization could be established from trusted configuration, or it conflicts."""
 

@@ -33,8 +33,7 @@ class EmbeddingContract:
 
     def describe(self) -> str:
         return (
-            f"dense={self.dense_model} ({self.dimension}-d), sparse={self.sparse_model}, "
-            f"metric={self.metric}"
+            f"dense={self.dense_model} ({self.dimension}-d), sparse={self.sparse_model}, metric={self.metric}"
         )
 
 
@@ -102,3 +101,15 @@ class VectorIndex(Protocol):
     def list_ids(self, *, namespace: str, prefix: str | None = None) -> list[str]: ...
 
     def describe_index_stats(self) -> IndexStats: ...
+
+
+def record_id(path: str, chunk_index: int) -> str:
+    """Record id `{path}:{chunkIndex}`, percent-encoding non-ASCII (Pinecone ids must be ASCII)."""
+    return f"{record_id_prefix(path)}{chunk_index}"
+
+
+def record_id_prefix(path: str) -> str:
+    """Prefix shared by every record of one document (for `list_ids(prefix=...)`)."""
+    from urllib.parse import quote
+
+    return f"{quote(path, safe='/._-()[]~+,;=@!$')}:"

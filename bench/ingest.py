@@ -1,0 +1,118 @@
+"""Ingest throughput and memory: the whole graph against the raw embedders on the same chunks.
+
+    python bench/ingest.py [FOLDER] [--scifact DIR] [--limit N]
+
+Prints chunks/s of the whole ingest graph (upload, parse, map, delete, embed, upsert, checkpoints)
+next to chunks/s of just embedding the same chunks (dense + sparse) in the same process, their
+ratio (goal ≥ 0.85: the graph adds little around the embedder), and peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
+
+from graphs.documents import DocumentService  # noqa: E402
+from librarian.parsing.cache import ParseCache  # noqa: E402
+from librarian.settings import load_settings  # noqa: E402
+from librarian.stack import Stack  # noqa: E402
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def scifact_files(folder: Path, limit: int) -> list[tuple[str, bytes]]:
+    files = []
+    with open(folder / "corpus.jsonl") as corpus:
+        for line in corpus:
+            doc = json.loads(line)
+            files.append((f"scifact-{doc['_id']}.txt", f"{doc.get('title', '')}\n\n{doc['text']}".encode()))
+            if len(files) >= limit:
+                break
+    return files
+
+
+def folder_files(folder: Path) -> list[tuple[str, bytes]]:
+    return [
+        (p.name, p.read_bytes())
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.suffix != ".txt" and p.name != "README.md"
+    ]
+
+
+def run(label: str, files: list[tuple[str, bytes]], workers: int) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = load_settings(data_dir=Path(tmp), ingest_concurrency=workers)
+        stack = Stack(settings)
+        stack.dense.embed_documents(["warm up"])  # model load is not throughput
+        import sqlite3
+
+        saver = SqliteSaver(sqlite3.connect(Path(tmp) / "ck.sqlite", check_same_thread=False))
+        service = DocumentService(stack, saver)
+        org = "bench"
+        started = time.perf_counter()
+        paths = [service.upload(org, name, data) for name, data in files]
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            statuses = list(pool.map(lambda p: service.ingest(org, p), paths))
+        graph_seconds = time.perf_counter() - started
+        chunks = sum(s.chunkCount for s in statuses)
+        # The same chunks, embedded directly (dense + sparse), in the same process.
+        cache = ParseCache(stack.files)
+        texts: list[str] = []
+        for status in statuses:
+            if status.status != "indexed":
+                continue
+            result = cache.get(org, status.path, status.contentHash, status.parser)
+            texts.extend(
+                c.get("embed") or c["content"]
+                for c in result["chunks"]
+                if (c.get("embed") or c["content"]).strip()
+            )
+        started = time.perf_counter()
+        batch = settings.upsert_batch_size
+        for i in range(0, len(texts), batch):
+            stack.dense.embed_documents(texts[i : i + batch])
+            stack.sparse.embed_documents(texts[i : i + batch])
+        embed_seconds = time.perf_counter() - started
+        graph_rate, embed_rate = chunks / graph_seconds, len(texts) / embed_seconds
+        counts = {s: sum(1 for x in statuses if x.status == s) for s in {x.status for x in statuses}}
+        print(f"{label}: {len(files)} files {counts}, {chunks} chunks")
+        print(f"  graph    {graph_rate:8.1f} chunks/s  ({graph_seconds:.1f}s, parse included)")
+        print(f"  embedder {embed_rate:8.1f} chunks/s  ({embed_seconds:.1f}s, dense+sparse only)")
+        print(
+            f"  ratio graph/embedder = {graph_rate / embed_rate:.2f}"
+            f"   peak RSS so far {peak_rss_mib():.0f} MiB"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", nargs="?", default=str(REPO.parent / "shared" / "data" / "docs"))
+    parser.add_argument("--scifact", default=str(REPO.parent / "shared" / "data" / "scifact-dev"))
+    parser.add_argument("--limit", type=int, default=1000, help="SciFact abstracts to ingest")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    run(f"folder {args.folder}", folder_files(Path(args.folder)), args.workers)
+    if args.limit and Path(args.scifact).is_dir():
+        run(
+            f"scifact ({args.limit} abstracts, one file each)",
+            scifact_files(Path(args.scifact), args.limit),
+            args.workers,
+        )
+
+
+if __name__ == "__main__":
+    main()

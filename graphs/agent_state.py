@@ -1,0 +1,17 @@
+"""Agent state: the chat messages plus every source the agent's searches returned, numbered.
+
+`sources[n-1]` is what an answer's `[n]` marker cites, so a client can render page and bbox.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, NotRequired
+
+from langchain.agents import AgentState
+
+from tools.retrieval import Source
+from tools.search import merge_sources
+
+
+class LibrarianAgentState(AgentState):
+    sources: NotRequired[Annotated[list[Source], merge_sources]]

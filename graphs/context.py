@@ -1,0 +1,26 @@
+"""Run context shared by Librarian's graphs (LangGraph `context_schema`).
+
+`organization_id` is trusted configuration: plain-Python callers and the server's own routes set it
+after checking membership. On the LangGraph server an authenticated user always wins over it (see
+`librarian.tenancy.resolve_organization`), so a client cannot pick another organization through it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+from librarian.tenancy import resolve_organization
+
+
+@dataclass
+class LibrarianContext:
+    organization_id: str | None = None
+
+
+def organization_of(config: RunnableConfig | None, runtime: Any = None) -> str:
+    """The organization (= namespace) of the current run, from trusted sources only."""
+    context = getattr(runtime, "context", None) if runtime is not None else None
+    return resolve_organization(config, context)

@@ -1,0 +1,62 @@
+"""The ingest graph: one run per (organization, path), wired exactly as DESIGN §4.
+
+    load_file ─(Command)─► parse ─(Command)─► map_chunks ─► delete_vectors ─► plan_batches
+        └──────────(missing/empty)──────────────────────────────┘                │
+                                              Send × ceil(n/batch) ─► upsert_batch ─► finalize
+                                                          (no chunks / skipped) ───────► finalize
+
+`graph` (module level) is what `langgraph.json` serves: the server supplies the checkpointer.
+Plain Python builds its own with `build_ingest_graph(checkpointer=...)`.
+"""
+
+from __future__ import annotations
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Checkpointer, RetryPolicy
+
+from graphs.context import LibrarianContext
+from graphs.ingest_nodes import IngestNodes, StackSupplier
+from graphs.ingest_state import IngestInput, IngestOutput, IngestState
+from librarian.errors import TransientProviderError
+from librarian.stack import get_stack
+
+# The default policy skips OSError/RuntimeError/ValueError, so name exactly what is worth retrying:
+# provider hiccups and network failures, not bad documents or bugs.
+TRANSIENT = (TransientProviderError, ConnectionError, TimeoutError)
+PROVIDER_RETRY = RetryPolicy(max_attempts=4, initial_interval=1.0, backoff_factor=2.0, retry_on=TRANSIENT)
+
+
+def thread_id(organization_id: str, path: str) -> str:
+    """Plain-Python thread id of a document; the server uses uuid5 of the same string."""
+    return f"{organization_id}:{path}"
+
+
+def add_ingest_nodes(builder: StateGraph, nodes: IngestNodes) -> StateGraph:
+    """Nodes shared by the ingest and re-embed graphs, from map_chunks to finalize."""
+    builder.add_node("map_chunks", nodes.map_chunks)
+    builder.add_node("delete_vectors", nodes.delete_vectors, retry_policy=PROVIDER_RETRY)
+    builder.add_node("upsert_batch", nodes.upsert_batch, retry_policy=PROVIDER_RETRY)
+    builder.add_node("finalize", nodes.finalize)
+    builder.add_edge("map_chunks", "delete_vectors")
+    builder.add_conditional_edges("delete_vectors", nodes.plan_batches, ["upsert_batch", "finalize"])
+    builder.add_edge("upsert_batch", "finalize")
+    builder.add_edge("finalize", END)
+    return builder
+
+
+def build_ingest_graph(stack: StackSupplier = get_stack, checkpointer: Checkpointer = None):
+    """Compile the ingest graph over the given providers (default: from the environment)."""
+    nodes = IngestNodes(stack)
+    builder = StateGraph(
+        IngestState, context_schema=LibrarianContext, input_schema=IngestInput, output_schema=IngestOutput
+    )
+    builder.add_node("load_file", nodes.load_file, destinations=("parse", "delete_vectors", "finalize"))
+    builder.add_node(
+        "parse", nodes.parse, retry_policy=PROVIDER_RETRY, destinations=("map_chunks", "delete_vectors")
+    )
+    builder.add_edge(START, "load_file")
+    add_ingest_nodes(builder, nodes)
+    return builder.compile(checkpointer=checkpointer, name="ingest")
+
+
+graph = build_ingest_graph()

@@ -1,0 +1,69 @@
+"""State of the ingest graph: one thread per (organization, path); its latest checkpoint is the status.
+
+Keys are camelCase because they are the status contract clients read (`status`, `chunkCount`, ...).
+Only `indexedCount` has a reducer: it is the one key written by the parallel `upsert_batch` workers.
+Reducers accumulate across runs of a thread, so `load_file` resets it with `Overwrite(0)`.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Literal, NotRequired, TypedDict
+
+Status = Literal["running", "indexed", "skipped", "failed"]
+
+
+class ChunkRecord(TypedDict):
+    chunkIndex: int
+    text: str  # display text, stored with the vector
+    embedText: str  # what gets embedded (differs from text for tables)
+    page: int
+    blockType: str
+    bbox: dict[str, float] | None  # {left, top, width, height} on `page`
+
+
+class IngestInput(TypedDict):
+    """What a caller provides. The organization is not here: it comes from trusted run context."""
+
+    path: str  # "docs/{filename}"
+    filename: NotRequired[str]
+    mediaType: NotRequired[str]
+
+
+class IngestState(TypedDict, total=False):
+    path: str
+    filename: str
+    mediaType: str
+    sizeBytes: int
+    contentHash: str
+    parser: str
+    parseCacheHit: bool
+    chunks: list[ChunkRecord]
+    indexedCount: Annotated[int, operator.add]
+    status: Status
+    reason: str | None  # why a document was skipped or failed, for people
+    error: str | None  # stable error code when status is failed/skipped
+    chunkCount: int
+    startedAt: str
+    updatedAt: str
+
+
+class IngestOutput(TypedDict, total=False):
+    path: str
+    status: Status
+    chunkCount: int
+    reason: str | None
+    error: str | None
+    contentHash: str
+    parser: str
+    updatedAt: str
+
+
+class UpsertJob(TypedDict):
+    """Payload of one `Send` to `upsert_batch`: a slice of chunks plus what the records need."""
+
+    path: str
+    filename: str
+    mediaType: str
+    contentHash: str
+    chunks: list[ChunkRecord]

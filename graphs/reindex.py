@@ -1,0 +1,83 @@
+"""Re-embed graph: rebuild a document's vectors from its cached parse, never parsing again.
+
+Used after a change of embedding model (a new index with a new contract) or to repair an index. It
+runs on the document's own thread, so the document's status stays "the latest run of its thread",
+and it reuses the ingest graph's nodes from `map_chunks` on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import START, StateGraph
+from langgraph.types import Command, Overwrite
+
+from graphs.context import LibrarianContext, organization_of
+from graphs.ingest import add_ingest_nodes
+from graphs.ingest_nodes import IngestNodes, StackSupplier, now
+from graphs.ingest_state import IngestInput, IngestOutput, IngestState
+from librarian.files.paths import filename_of, validate_document_path
+from librarian.parsing.cache import ParseCache, content_hash
+from librarian.parsing.media import guess_media_type
+from librarian.stack import get_stack
+
+
+class ReindexNodes(IngestNodes):
+    def load_cached_parse(self, state: IngestState, config: RunnableConfig, runtime: Any) -> Command:
+        """Find the cached parse of the file's current bytes; without one there is nothing to do."""
+        org = organization_of(config, runtime)
+        stack = self._stack()
+        path = validate_document_path(state["path"])
+        reset = {
+            "indexedCount": Overwrite(0),
+            "status": "running",
+            "reason": None,
+            "error": None,
+            "chunkCount": 0,
+            "chunks": [],
+            "startedAt": now(),
+            "path": path,
+        }
+        filename = state.get("filename") or filename_of(path)
+        try:
+            data = stack.files.read(org, path)
+        except FileNotFoundError:
+            update = {"status": "skipped", "error": "file_not_found", "reason": "the file does not exist"}
+            return Command(goto="delete_vectors", update={**reset, **update, "filename": filename})
+        digest = content_hash(data)
+        parser_key = stack.parser.cache_key
+        if ParseCache(stack.files).get(org, path, digest, parser_key) is None:
+            update = {
+                "status": "failed",
+                "error": "no_cached_parse",
+                "reason": "no cached parse for the current file; ingest it instead",
+            }
+            return Command(goto="finalize", update={**reset, **update, "filename": filename})
+        update = {
+            "filename": filename,
+            "contentHash": digest,
+            "parser": parser_key,
+            "parseCacheHit": True,
+            "mediaType": state.get("mediaType") or guess_media_type(filename, data),
+            "sizeBytes": len(data),
+        }
+        return Command(goto="map_chunks", update={**reset, **update})
+
+
+def build_reindex_graph(stack: StackSupplier = get_stack, checkpointer=None):
+    nodes = ReindexNodes(stack)
+    builder = StateGraph(
+        IngestState, context_schema=LibrarianContext, input_schema=IngestInput, output_schema=IngestOutput
+    )
+    builder.add_node(
+        "load_cached_parse",
+        nodes.load_cached_parse,
+        destinations=("map_chunks", "delete_vectors", "finalize"),
+    )
+    builder.add_edge(START, "load_cached_parse")
+    add_ingest_nodes(builder, nodes)
+    return builder.compile(checkpointer=checkpointer, name="reindex")
+
+
+graph = build_reindex_graph()

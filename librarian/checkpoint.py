@@ -1,0 +1,233 @@
+"""Checkpointer factory: SQLite by default, PostgreSQL when `LIBRARIAN_POSTGRES_URL` is set (DESIGN §3).
+
+Ingest status is the latest checkpoint of a document's thread (DESIGN §2.5), so the checkpointer is
+the documents table. Every factory is a context manager because each saver owns connections that
+must be closed, and `.setup()` is always run so a fresh database works on first use.
+
+Schema migrations are serialised with a PostgreSQL advisory lock: the server's workers, the CLI and
+tests all call `.setup()` at start-up, and the library's migrations are not safe to run concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from librarian.errors import ConfigError
+from librarian.settings import Settings
+
+# Arbitrary constant naming "librarian checkpoint migrations" among advisory locks.
+_SETUP_LOCK_KEY = 0x4C49_4252_4350_0001
+_CONNECT_TIMEOUT_S = 10.0
+_MIGRATION_WAIT_S = 300.0  # index builds on a large existing table can take minutes
+_MIGRATION_POLL_S = 0.05
+
+
+def _pool_kwargs() -> dict[str, Any]:
+    """What `PostgresSaver` needs from pooled connections.
+
+    Autocommit because its migrations run `CREATE INDEX CONCURRENTLY`; no prepared statements so it
+    works behind pgbouncer; dict rows because its queries read columns by name.
+    """
+    from psycopg.rows import dict_row
+
+    return {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+
+
+def describe_postgres_url(url: str) -> str:
+    """`user@host:port/db` without the password, for error messages and logs."""
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(url)
+    except ProgrammingError:
+        raise ConfigError("LIBRARIAN_POSTGRES_URL is not a valid PostgreSQL connection string") from None
+    user, host = parts.get("user") or "?", parts.get("host") or "localhost"
+    return f"{user}@{host}:{parts.get('port') or 5432}/{parts.get('dbname') or '?'}"
+
+
+def _unreachable(url: str) -> ConfigError:
+    return ConfigError(
+        f"cannot connect to PostgreSQL at {describe_postgres_url(url)}: "
+        "check LIBRARIAN_POSTGRES_URL and that the server is running"
+    )
+
+
+# --- SQLite (embedded default)
+
+
+def _sqlite_connection(settings: Settings) -> sqlite3.Connection:
+    path = settings.sqlite_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # SqliteSaver serialises access with its own lock, so sharing the connection across threads is safe.
+    return sqlite3.connect(str(path), check_same_thread=False, timeout=30.0)
+
+
+@contextmanager
+def _sqlite_saver(settings: Settings) -> Iterator[BaseCheckpointSaver]:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn = _sqlite_connection(settings)
+    try:
+        saver = SqliteSaver(conn)
+        saver.setup()
+        yield saver
+    finally:
+        conn.close()
+
+
+@asynccontextmanager
+async def _async_sqlite_saver(settings: Settings) -> AsyncIterator[BaseCheckpointSaver]:
+    import aiosqlite
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    settings.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
+    async with aiosqlite.connect(str(settings.sqlite_path), timeout=30.0) as conn:
+        saver = AsyncSqliteSaver(conn)
+        await saver.setup()
+        yield saver
+
+
+# --- PostgreSQL (production)
+
+
+@contextmanager
+def _migration_lock(url: str) -> Iterator[None]:
+    """Hold the migration advisory lock on a side connection while the saver migrates.
+
+    Waiters poll `pg_try_advisory_lock` instead of blocking in `pg_advisory_lock`: a blocked call is
+    an open transaction, and the holder's `CREATE INDEX CONCURRENTLY` waits for every open
+    transaction to end, which would deadlock (unseen by PostgreSQL, as the cycle runs through us).
+    """
+    import psycopg
+
+    deadline = time.monotonic() + _MIGRATION_WAIT_S
+    with psycopg.connect(url, autocommit=True, connect_timeout=int(_CONNECT_TIMEOUT_S)) as conn:
+        while not conn.execute("SELECT pg_try_advisory_lock(%s)", (_SETUP_LOCK_KEY,)).fetchone()[0]:
+            if time.monotonic() > deadline:
+                raise _migration_timeout(url)
+            time.sleep(_MIGRATION_POLL_S)
+        try:
+            yield
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK_KEY,))
+
+
+@asynccontextmanager
+async def _async_migration_lock(url: str) -> AsyncIterator[None]:
+    """Async twin of `_migration_lock`."""
+    import psycopg
+
+    deadline = time.monotonic() + _MIGRATION_WAIT_S
+    conn = await psycopg.AsyncConnection.connect(
+        url, autocommit=True, connect_timeout=int(_CONNECT_TIMEOUT_S)
+    )
+    async with conn:
+        while True:
+            cursor = await conn.execute("SELECT pg_try_advisory_lock(%s)", (_SETUP_LOCK_KEY,))
+            row = await cursor.fetchone()
+            if row and row[0]:
+                break
+            if time.monotonic() > deadline:
+                raise _migration_timeout(url)
+            await asyncio.sleep(_MIGRATION_POLL_S)
+        try:
+            yield
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK_KEY,))
+
+
+def _migration_timeout(url: str) -> ConfigError:
+    return ConfigError(
+        f"timed out after {_MIGRATION_WAIT_S:.0f} s waiting for another process's checkpoint "
+        f"migrations on {describe_postgres_url(url)}"
+    )
+
+
+@contextmanager
+def postgres_saver(url: str, *, max_size: int = 10) -> Iterator[BaseCheckpointSaver]:
+    """A `PostgresSaver` over a connection pool, schema set up, pool closed on exit."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg_pool import ConnectionPool, PoolTimeout
+
+    describe_postgres_url(url)  # fail fast, and clearly, on a malformed URL
+    pool = ConnectionPool(conninfo=url, kwargs=_pool_kwargs(), min_size=1, max_size=max_size, open=False)
+    try:
+        try:
+            pool.open(wait=True, timeout=_CONNECT_TIMEOUT_S)
+        except PoolTimeout:
+            raise _unreachable(url) from None
+        saver = PostgresSaver(pool)  # type: ignore[arg-type]
+        with _migration_lock(url):
+            saver.setup()
+        yield saver
+    finally:
+        pool.close()
+
+
+@asynccontextmanager
+async def async_postgres_saver(url: str, *, max_size: int = 10) -> AsyncIterator[BaseCheckpointSaver]:
+    """An `AsyncPostgresSaver` over an async pool, schema set up, pool closed on exit."""
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+    describe_postgres_url(url)
+    pool = AsyncConnectionPool(conninfo=url, kwargs=_pool_kwargs(), min_size=1, max_size=max_size, open=False)
+    try:
+        try:
+            await pool.open(wait=True, timeout=_CONNECT_TIMEOUT_S)
+        except PoolTimeout:
+            raise _unreachable(url) from None
+        saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
+        async with _async_migration_lock(url):
+            await saver.setup()
+        yield saver
+    finally:
+        await pool.close()
+
+
+# --- public factories
+
+
+@contextmanager
+def sync_checkpointer(settings: Settings) -> Iterator[BaseCheckpointSaver]:
+    """The configured checkpointer for synchronous graphs (CLI, notebooks, worker threads)."""
+    if settings.postgres_url:
+        with postgres_saver(settings.postgres_url) as saver:
+            yield saver
+    else:
+        with _sqlite_saver(settings) as saver:
+            yield saver
+
+
+@asynccontextmanager
+async def async_checkpointer(settings: Settings) -> AsyncIterator[BaseCheckpointSaver]:
+    """The configured checkpointer for async graphs and servers."""
+    if settings.postgres_url:
+        async with async_postgres_saver(settings.postgres_url) as saver:
+            yield saver
+    else:
+        async with _async_sqlite_saver(settings) as saver:
+            yield saver
+
+
+@asynccontextmanager
+async def server_checkpointer() -> AsyncIterator[BaseCheckpointSaver]:
+    """Factory for langgraph.json's `"checkpointer": {"path": "librarian/checkpoint.py:server_checkpointer"}`.
+
+    The LangGraph server enters this once and keeps the saver for its lifetime. It takes no
+    arguments, so it reads `LIBRARIAN_POSTGRES_URL` itself; it is Postgres only because the point of
+    configuring it is durable server state (the dev server's default is in-memory pickles).
+    """
+    url = Settings().postgres_url
+    if not url:
+        raise ConfigError("LIBRARIAN_POSTGRES_URL is not set; the server checkpointer needs PostgreSQL")
+    async with async_postgres_saver(url) as saver:
+        yield saver

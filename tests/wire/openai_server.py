@@ -1,0 +1,295 @@
+"""A local OpenAI-compatible server for tests: embeddings and scripted chat completions.
+
+OpenAI is unreachable here, so the embedder and (later) the agent are tested through the real
+`openai` SDK and `langchain_openai.ChatOpenAI` against this server. Embeddings are deterministic
+hash vectors in the encodings the SDK asks for (it asks for base64 by default). Chat replies come
+from a script the test writes, so an agent test decides exactly when the "model" calls a tool:
+
+    server.chat_script.append(ToolCallReply("search_documents", {"query": "refund policy"}))
+    server.chat_script.append(TextReply("Refunds take 14 days [1]."))
+
+When the script is empty, `default_reply` answers (a script entry may also be a callable that builds
+the reply from the request body, for replies that depend on tool results).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import itertools
+import json
+import math
+import struct
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+MODEL_DIMENSIONS = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
+MAX_EMBEDDING_INPUTS = 2048
+TEST_API_KEY = "sk-test"
+
+
+@dataclass
+class TextReply:
+    """The assistant answers with text."""
+
+    text: str
+
+
+@dataclass
+class ToolCallReply:
+    """The assistant calls one tool; `args` is sent JSON-encoded, as OpenAI does."""
+
+    name: str
+    args: dict[str, Any] = field(default_factory=dict)
+    call_id: str | None = None
+
+
+ChatReply = TextReply | ToolCallReply | list[ToolCallReply]
+ScriptEntry = ChatReply | Callable[[dict[str, Any]], ChatReply]
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    status: int = 0
+
+
+def expected_embedding(model: str, text: str, dimension: int) -> list[float]:
+    """The unit vector the server returns for (model, text), so tests can compare exactly."""
+    raw: list[float] = []
+    for counter in itertools.count():
+        if len(raw) >= dimension:
+            break
+        digest = hashlib.sha256(f"{model}\0{text}\0{counter}".encode()).digest()
+        raw.extend((b - 127.5) / 127.5 for b in digest)
+    raw = raw[:dimension]
+    norm = math.sqrt(sum(v * v for v in raw)) or 1.0
+    # Round-trip through float32, the precision the base64 encoding carries.
+    return [struct.unpack("<f", struct.pack("<f", v / norm))[0] for v in raw]
+
+
+class WireError(Exception):
+    def __init__(self, status: int, message: str, type_: str = "invalid_request_error") -> None:
+        super().__init__(message)
+        self.status, self.message, self.type = status, message, type_
+
+
+class OpenAIWireServer:
+    """Speaks the OpenAI REST wire format under `/v1` on 127.0.0.1."""
+
+    def __init__(self, api_key: str = TEST_API_KEY, default_dimension: int = 8) -> None:
+        self.api_key = api_key
+        self.default_dimension = default_dimension  # for models with no known width
+        self.chat_script: list[ScriptEntry] = []
+        self.default_reply: ChatReply = TextReply("(no scripted reply)")
+        self.requests: list[RecordedRequest] = []
+        self._failures: list[tuple[int, str | None]] = []
+        self._ids = itertools.count(1)
+        self._lock = threading.RLock()
+        self._httpd: ThreadingHTTPServer | None = None
+
+    # ----- lifecycle
+    def start(self) -> OpenAIWireServer:
+        handler = type("Handler", (_Handler,), {"wire": self})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> OpenAIWireServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        """Root URL; the SDK's `base_url` is `server.base_url` (with `/v1`)."""
+        assert self._httpd is not None, "server not started"
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.url}/v1"
+
+    # ----- test controls
+    def fail_next(self, count: int, status: int = 503, path: str | None = None) -> None:
+        """Answer the next `count` requests (to paths ending in `path`, if given) with `status`."""
+        with self._lock:
+            self._failures.extend([(status, path)] * count)
+
+    def requests_to(self, suffix: str) -> list[RecordedRequest]:
+        with self._lock:
+            return [r for r in self.requests if r.path.endswith(suffix)]
+
+    @property
+    def chat_requests(self) -> list[dict[str, Any]]:
+        """Bodies of the chat completion requests that were answered successfully."""
+        return [r.body for r in self.requests_to("/chat/completions") if r.status == 200]
+
+    # ----- dispatch
+    def handle(self, method: str, path: str, headers: dict[str, str], body: Any) -> tuple[int, Any]:
+        """Returns (status, payload); payload is a dict (JSON) or bytes (a ready SSE stream)."""
+        record = RecordedRequest(method, path.split("?")[0], headers, body)
+        with self._lock:
+            self.requests.append(record)
+            try:
+                record.status, payload = 200, self._route(record)
+            except WireError as err:
+                record.status = err.status
+                payload = {"error": {"message": err.message, "type": err.type, "param": None, "code": None}}
+            return record.status, payload
+
+    def _route(self, req: RecordedRequest) -> Any:
+        for i, (status, suffix) in enumerate(self._failures):
+            if suffix is None or req.path.endswith(suffix):
+                del self._failures[i]
+                raise WireError(status, f"injected failure ({status})", "server_error")
+        if req.headers.get("authorization") != f"Bearer {self.api_key}":
+            raise WireError(401, "Incorrect API key provided.", "invalid_api_key")
+        if req.method == "POST" and req.path == "/v1/embeddings":
+            return self._embeddings(req.body)
+        if req.method == "POST" and req.path == "/v1/chat/completions":
+            return self._chat(req.body)
+        raise WireError(404, f"Unknown route {req.method} {req.path}")
+
+    # ----- embeddings
+    def _embeddings(self, body: dict[str, Any]) -> dict[str, Any]:
+        model = body.get("model", "")
+        inputs = body.get("input")
+        texts = [inputs] if isinstance(inputs, str) else list(inputs or [])
+        if not texts or any(not isinstance(t, str) or not t for t in texts):
+            raise WireError(400, "'input' must be a non-empty string or array of non-empty strings")
+        if len(texts) > MAX_EMBEDDING_INPUTS:
+            raise WireError(400, f"'input' must have at most {MAX_EMBEDDING_INPUTS} items")
+        dimension = body.get("dimensions") or MODEL_DIMENSIONS.get(model, self.default_dimension)
+        encoding = body.get("encoding_format", "float")
+        data = []
+        for i, text in enumerate(texts):
+            vector = expected_embedding(model, text, int(dimension))
+            embedding: Any = vector
+            if encoding == "base64":
+                embedding = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+            data.append({"object": "embedding", "index": i, "embedding": embedding})
+        n_tokens = sum(len(t.split()) for t in texts)
+        return {
+            "object": "list",
+            "data": data,
+            "model": model,
+            "usage": {"prompt_tokens": n_tokens, "total_tokens": n_tokens},
+        }
+
+    # ----- chat
+    def _next_reply(self, body: dict[str, Any]) -> ChatReply:
+        entry: ScriptEntry = self.chat_script.pop(0) if self.chat_script else self.default_reply
+        return entry(body) if callable(entry) else entry
+
+    def _chat(self, body: dict[str, Any]) -> Any:
+        reply = self._next_reply(body)
+        completion_id = f"chatcmpl-{next(self._ids)}"
+        calls = [reply] if isinstance(reply, ToolCallReply) else reply if isinstance(reply, list) else []
+        tool_calls = [
+            {
+                "id": call.call_id or f"call_{next(self._ids)}",
+                "type": "function",
+                "function": {"name": call.name, "arguments": json.dumps(call.args)},
+            }
+            for call in calls
+        ]
+        text = reply.text if isinstance(reply, TextReply) else None
+        finish = "tool_calls" if tool_calls else "stop"
+        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        base = {"id": completion_id, "created": int(time.time()), "model": body.get("model", "")}
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return _sse(base, text, tool_calls, finish, usage if include_usage else None)
+        message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
+        if tool_calls:
+            message["tool_calls"] = tool_calls
+        return {
+            **base,
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+            "usage": usage,
+        }
+
+
+def _sse(
+    base: dict[str, Any],
+    text: str | None,
+    tool_calls: list[dict[str, Any]],
+    finish: str,
+    usage: dict[str, int] | None,
+) -> bytes:
+    """A whole chat-completion stream as server-sent events, split the way OpenAI splits it."""
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}
+        return {**base, "object": "chat.completion.chunk", "choices": [choice]}
+
+    chunks = [chunk({"role": "assistant", "content": "" if text is not None else None})]
+    if text:
+        pieces = text.split(" ")
+        chunks += [chunk({"content": p if i == 0 else " " + p}) for i, p in enumerate(pieces)]
+    for i, call in enumerate(tool_calls):
+        head = {"index": i, "id": call["id"], "type": "function"}
+        chunks.append(
+            chunk({"tool_calls": [{**head, "function": {"name": call["function"]["name"], "arguments": ""}}]})
+        )
+        args = call["function"]["arguments"]
+        half = len(args) // 2
+        for part in (args[:half], args[half:]):
+            chunks.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": part}}]}))
+    chunks.append(chunk({}, finish))
+    if usage is not None:
+        chunks.append({**base, "object": "chat.completion.chunk", "choices": [], "usage": usage})
+    events = [f"data: {json.dumps(c)}\n\n" for c in chunks] + ["data: [DONE]\n\n"]
+    return "".join(events).encode()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in two writes; don't stall on ACKs
+    wire: OpenAIWireServer
+
+    def _serve(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except json.JSONDecodeError:
+            body = None
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        status, payload = self.wire.handle(self.command, self.path, headers, body)
+        is_stream = isinstance(payload, bytes)
+        data = payload if is_stream else json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/event-stream" if is_stream else "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if status >= 500 or status == 429:
+            self.send_header("retry-after-ms", "1")  # keep the SDK's own retries instant in tests
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = _serve
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence per-request logging; tests read `requests` instead."""

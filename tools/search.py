@@ -1,0 +1,102 @@
+"""`search_documents`: the agent's only way to read an organization's documents.
+
+The model sees two arguments, `query` and `top_k`. Which organization is searched comes from trusted
+run configuration (`librarian.tenancy.resolve_organization` via the injected `ToolRuntime`), and how
+dense and sparse signals mix (alpha) comes from settings: invariant 4.
+
+The tool returns a `Command` that appends its sources to the agent state (`sources`) and numbers
+them globally, so the `[n]` markers of an answer map to `state["sources"][n-1]` across several
+searches in one conversation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langchain.tools import ToolRuntime
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool, tool
+from langgraph.types import Command
+from pydantic import BaseModel, Field
+
+from librarian.stack import Stack, get_stack
+from librarian.tenancy import resolve_organization
+from tools.rerank_base import Reranker
+from tools.retrieval import SearchOptions, Source, search
+
+DESCRIPTION = (
+    "Search this organization's uploaded documents for excerpts relevant to a question. "
+    "Returns numbered excerpts with file names and page numbers; cite them as [n]."
+)
+
+
+class SearchDocumentsArgs(BaseModel):
+    """Model-visible arguments. Extra keys a model invents (namespace, org, filter...) are dropped."""
+
+    query: str = Field(description="What to look for, in natural language or exact terms.")
+    top_k: int = Field(default=8, ge=1, le=20, description="How many excerpts to return (1-20).")
+
+
+def merge_sources(existing: list[Source] | None, new: list[Source] | None) -> list[Source]:
+    """Reducer for the agent's `sources`: append unseen ids, keep first-seen numbering."""
+    merged = list(existing or [])
+    seen = {s["id"] for s in merged}
+    for source in new or []:
+        if source["id"] not in seen:
+            merged.append(source)
+            seen.add(source["id"])
+    return merged
+
+
+def number_sources(known: list[Source], found: list[Source]) -> list[tuple[int, Source]]:
+    """Citation numbers for `found`, reusing the number of a source already cited earlier."""
+    numbers = {s["id"]: i for i, s in enumerate(known, start=1)}
+    next_number = len(known) + 1
+    numbered = []
+    for source in found:
+        if source["id"] not in numbers:
+            numbers[source["id"]] = next_number
+            next_number += 1
+        numbered.append((numbers[source["id"]], source))
+    return numbered
+
+
+def render(numbered: list[tuple[int, Source]]) -> str:
+    if not numbered:
+        return "No relevant excerpts were found in this organization's documents."
+    return "\n\n".join(f"[{n}] {s['filename']}, page {s['page']}:\n{s['text']}" for n, s in numbered)
+
+
+def make_search_tool(
+    stack: Callable[[], Stack] = get_stack,
+    reranker: Callable[[Stack], Reranker | None] | None = None,
+) -> BaseTool:
+    """Build the tool over a stack supplier (tests and the server pick providers)."""
+
+    def _reranker(current: Stack) -> Reranker | None:
+        if reranker is not None:
+            return reranker(current)
+        from tools.rerankers import make_reranker
+
+        return make_reranker(current)
+
+    @tool("search_documents", args_schema=SearchDocumentsArgs, description=DESCRIPTION)
+    def search_documents(query: str, runtime: ToolRuntime, top_k: int = 8) -> Command:
+        organization_id = resolve_organization(runtime.config, runtime.context)
+        current = stack()
+        options = SearchOptions.from_settings(current, top_k=top_k)
+        result = search(current, organization_id, query, options, _reranker(current))
+        state: dict[str, Any] = runtime.state if isinstance(runtime.state, dict) else {}
+        numbered = number_sources(state.get("sources") or [], result["sources"])
+        message = ToolMessage(
+            content=render(numbered),
+            tool_call_id=runtime.tool_call_id,
+            artifact={"relevantContext": result["relevantContext"], "sources": result["sources"]},
+        )
+        return Command(update={"messages": [message], "sources": result["sources"]})
+
+    return search_documents
+
+
+search_documents = make_search_tool()
