@@ -127,10 +127,13 @@ def cmd_delete(args, stack, checkpointer) -> int:
 
 
 def cmd_reindex(args, stack, checkpointer) -> int:
+    """Re-embed indexed documents; skipped and failed ones have no parse to reuse and keep their status."""
     service = _service(stack, checkpointer)
-    statuses = [service.reindex(args.org, f.path) for f in stack.files.list(args.org)]
+    statuses = [
+        service.reindex(args.org, s.path) if s.status == "indexed" else s for s in service.list(args.org)
+    ]
     print_status_table(statuses)
-    return 0 if all(s.status in {"indexed", "skipped"} for s in statuses) else 1
+    return 0 if all(s.status != "failed" for s in statuses) else 1
 
 
 COMMANDS = {"ingest": cmd_ingest, "status": cmd_status, "delete": cmd_delete, "reindex": cmd_reindex}

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import lancedb
 import numpy as np
 import pyarrow as pa
+from filelock import FileLock, Timeout
 from lancedb.index import Bitmap
 
 from librarian.embeddings.base import SparseVector
@@ -105,7 +106,9 @@ class LanceVectorIndex:
         Creators record the contract before creating the table, so a table without one was made
         by something else, and its vectors' provenance is unknown.
         """
-        if read_contract(self.path) is None and self._table_exists():
+        # Table first, contract second: a creator records before it creates, so a table seen
+        # here has its contract on disk already, unless it never had one.
+        if self._table_exists() and read_contract(self.path) is None:
             raise ContractMismatchError(
                 f"the index at {self.path} has data but no recorded embedding contract; "
                 f"cannot tell whether it matches {self.contract.describe()}"
@@ -186,8 +189,8 @@ class LanceVectorIndex:
                 self._delete_ids(namespace, [snapshot.ids[i] for i in np.flatnonzero(mask)])
 
     def _delete_ids(self, namespace: str, ids: list[str]) -> None:
-        if not all(isinstance(i, str) for i in ids):
-            raise ValueError("ids must be strings")
+        if isinstance(ids, str) or not all(isinstance(i, str) for i in ids):
+            raise ValueError("ids must be a list of strings")
         unique = sorted(set(ids))
         for start in range(0, len(unique), _IDS_PER_STATEMENT):
             chunk = ", ".join(sql_string(i) for i in unique[start : start + _IDS_PER_STATEMENT])
@@ -209,11 +212,16 @@ class LanceVectorIndex:
     def optimize(self) -> None:
         """Compact files, fold new rows into the `ns` index, and drop versions past the margin.
 
-        Failure is logged, not raised: the write that triggered it is already committed, and the
-        next round will try again.
+        One process compacts at a time (a non-blocking file lock; the others skip their turn):
+        two compactions rewrite the same fragments and one of them always loses. Conflicts with
+        ordinary writes are retried. Failure is logged, not raised: the write that triggered it is
+        already committed, and the next round will try again.
         """
         try:
-            self._table.optimize(cleanup_older_than=self._cleanup_older_than)
+            with FileLock(self.path / ".optimize.lock", timeout=0):
+                _retry_conflicts(lambda: self._table.optimize(cleanup_older_than=self._cleanup_older_than))
+        except Timeout:
+            logger.debug("another process is optimizing the index; skipping this round")
         except Exception as exc:
             logger.warning("LanceDB optimize failed (will retry later): %s", exc)
 

@@ -2,8 +2,8 @@
 
 LanceDB has no sparse vectors and its exact scan costs tens of milliseconds per query; the data of
 one namespace, held as a dense float32 matrix plus a CSC term matrix, scores in about a millisecond.
-A snapshot is immutable and labelled with the table version it was read at: when the table moves
-on (a write from this or another process), the next query reads a fresh one.
+A snapshot's data never changes; it is labelled with the table version it was read at, and when
+the table moves on (a write from this or another process), the next query reads a fresh one.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -44,7 +45,7 @@ class NamespaceSnapshot:
     def size(self) -> int:
         return len(self.ids)
 
-    @property
+    @cached_property
     def nbytes(self) -> int:
         """Approximate memory held (text dominates the Python side; the rest is small per row)."""
         text = sum(len(t) for t in self.known["text"] if t) + sum(len(t) for t in self.meta_json)

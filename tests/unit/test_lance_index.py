@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from librarian.errors import ContractMismatchError, TenantError
+from librarian.index import lance_cache
 from librarian.index.base import EmbeddingContract
 from librarian.index.contract import check_contract, contract_from_json, contract_to_json
 from librarian.index.filters import InvalidFilterError
 from librarian.index.lance import LanceVectorIndex
 from librarian.index.lance_schema import InvalidVectorError
+from librarian.index.lance_version import VersionProbe, local_versions_dir
 
 DIM = 8
 CONTRACT = EmbeddingContract(dense_model="test-dense", dimension=DIM, sparse_model="test-sparse")
@@ -131,8 +135,10 @@ def test_invalid_records_rejected_before_writing(index, mutate, fragment):
 # scoring
 
 
+@pytest.mark.parametrize("gather_limit", [15_000, 0], ids=["numpy-gather", "scipy-slice"])
 @pytest.mark.parametrize("alpha", [0.0, 0.25, 0.5, 0.75, 1.0])
-def test_hybrid_scores_equal_brute_force(index, alpha):
+def test_hybrid_scores_equal_brute_force(index, alpha, gather_limit, monkeypatch):
+    monkeypatch.setattr(lance_cache, "_GATHER_LIMIT", gather_limit)  # both sparse code paths
     records = _records(60)
     index.upsert(records, namespace="org1")
     index.upsert(_records(30, seed=9, path="docs/other.pdf"), namespace="org2")
@@ -266,26 +272,40 @@ def test_list_ids_prefix(index):
 
 
 def test_namespace_isolation(index):
+    # Same ids and metadata in both tenants; only the vectors tell them apart.
     a, b = _records(20, path="docs/shared.pdf"), _records(7, seed=5, path="docs/shared.pdf")
     index.upsert(a, namespace="orgA")
     index.upsert(b, namespace="orgB")
+    a_values = {r["id"]: r["values"] for r in a}
     q, sq = _query_args()
-    for flt in [None, {"path": "docs/shared.pdf"}, {"ns": "orgB"}, {"ns": {"$ne": "orgA"}}, {"id": "x"}]:
-        got = index.query(namespace="orgA", vector=q, sparse_vector=sq, top_k=100, filter=flt)
-        fetched = index.fetch([m.id for m in got], namespace="orgA")
-        assert all(
-            f["values"] == pytest.approx(next(r["values"] for r in a if r["id"] == i), rel=1e-6)
-            for i, f in fetched.items()
+    filters = [
+        None,
+        {"path": "docs/shared.pdf"},
+        {"ns": "orgB"},
+        {"ns": {"$ne": "orgA"}},
+        {"$or": [{"page": {"$gte": 0}}, {"ns": "orgB"}]},
+    ]
+    for flt in filters:
+        got = index.query(
+            namespace="orgA", vector=q, sparse_vector=sq, top_k=100, filter=flt, include_values=True
         )
-        assert len(got) <= 20
-    # identical ids live independently in each namespace
+        for m in got:
+            np.testing.assert_allclose(m.values, a_values[m.id], rtol=1e-6)
+    assert index.query(namespace="orgA", vector=q, filter={"ns": "orgB"}) == []  # no such metadata
     assert len(index.query(namespace="orgB", vector=q, top_k=100)) == 7
     stats = index.describe_index_stats()
     assert {k: v.vector_count for k, v in stats.namespaces.items()} == {"orgA": 20, "orgB": 7}
     assert stats.total_vector_count == 27 and stats.dimension == DIM
-    index.delete(namespace="orgB", filter={"path": "docs/shared.pdf"})
+
+    # deletes stay inside their namespace, whatever the filter says (OR must not escape `ns = ...`)
+    index.delete(namespace="orgA", filter={"ns": "orgB"})
+    index.delete(namespace="orgB", filter={"$or": [{"path": "docs/shared.pdf"}, {"page": 1}]})
     assert len(index.list_ids(namespace="orgA")) == 20
+    assert index.list_ids(namespace="orgB") == []
     assert index.fetch([a[0]["id"]], namespace="orgB") == {}
+    assert index.fetch([a[0]["id"]], namespace="orgA")[a[0]["id"]]["values"] == pytest.approx(
+        a[0]["values"], rel=1e-6
+    )
 
 
 @pytest.mark.parametrize("bad", [None, "", " ", "../x", "a' OR '1'='1", "x" * 64, 7])
@@ -375,6 +395,49 @@ def test_cache_sees_writes_from_another_instance(tmp_path):
     assert len(reader.query(namespace="org1", vector=q, top_k=50)) == 11
 
 
+def test_version_probe_skips_full_check_until_a_commit(tmp_path):
+    calls: list[int] = []
+
+    def read_version() -> int:
+        calls.append(1)
+        return len(calls)
+
+    versions = tmp_path / "_versions"
+    versions.mkdir()
+    past = time.time() - 60
+    os.utime(versions, (past, past))
+    probe = VersionProbe(read_version, versions)
+    assert [probe.current() for _ in range(3)] == [1, 1, 1]  # one full check, then the stat
+    (versions / "2.manifest").write_text("")  # what a commit does
+    assert probe.current() == 2
+    assert probe.current() == 3  # a fresh mtime is not trusted: a same-tick commit could hide
+    os.utime(versions, (past, past))
+    assert [probe.current() for _ in range(2)] == [4, 4]
+    assert local_versions_dir("s3://bucket/chunks.lance") is None
+    assert VersionProbe(read_version, None).current() == 5  # no directory: always the full check
+
+
+def test_idle_reader_sees_other_instance_commit(tmp_path):
+    """With the probe trusting an old mtime, a commit from elsewhere is still seen at once."""
+    path = tmp_path / "lance"
+    reader = LanceVectorIndex(path, contract=CONTRACT)
+    writer = LanceVectorIndex(path, contract=CONTRACT)
+    writer.upsert(_records(4), namespace="org1")
+    q, _ = _query_args()
+    versions = path / "chunks.lance" / "_versions"
+    past = time.time() - 60
+    os.utime(versions, (past, past))
+    assert len(reader.query(namespace="org1", vector=q, top_k=50)) == 4
+    assert len(reader.query(namespace="org1", vector=q, top_k=50)) == 4  # served without a full check
+    writer.upsert(_records(3, seed=2, prefix="late"), namespace="org1")
+    assert len(reader.query(namespace="org1", vector=q, top_k=50)) == 7
+
+
+def test_namespace_column_is_indexed(index):
+    index.upsert(_records(3), namespace="org1")
+    assert any(list(i.columns) == ["ns"] for i in index._table.list_indices())
+
+
 def test_own_write_keeps_other_namespaces_cached(index):
     index.upsert(_records(5), namespace="org1")
     index.upsert(_records(5), namespace="org2")
@@ -431,3 +494,16 @@ def test_two_processes_upsert_concurrently(tmp_path):
     assert here.describe_index_stats().namespaces["shared"].vector_count == len(expected)
     q, _ = _query_args()
     assert len(here.query(namespace="shared", vector=q, top_k=1000)) == len(expected)
+
+
+def test_cache_is_bounded_by_memory(tmp_path):
+    index = LanceVectorIndex(tmp_path / "lance", contract=CONTRACT, cache_bytes=1)
+    index.upsert(_records(5), namespace="org1")
+    index.upsert(_records(6, seed=1), namespace="org2")
+    q, _ = _query_args()
+    assert len(index.query(namespace="org1", vector=q, top_k=50)) == 5
+    assert len(index.query(namespace="org2", vector=q, top_k=50)) == 6
+    version = index._versions.current()
+    assert index._cache.get("org1", version) is None  # evicted: least recently used
+    assert index._cache.get("org2", version) is not None  # the newest always stays
+    assert len(index.query(namespace="org1", vector=q, top_k=50)) == 5  # re-read on demand

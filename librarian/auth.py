@@ -1,0 +1,211 @@
+"""Bearer tokens: verify and mint the JWTs that carry a caller's identity and organizations.
+
+Pure functions over PyJWT, so the server's auth handler, the CLI and tests share one definition of a
+valid token. The organization a token names becomes the namespace searched, so verification is
+strict on purpose: an explicit algorithm allow-list (never `none`, never "whatever the header
+says"), a required expiry, and an active organization that must be one of the token's memberships.
+
+Claims: `sub` (user), `org` (active organization), `orgs` (memberships), `role`, `exp`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import jwt
+
+from librarian.errors import ConfigError, LibrarianError, TenantError
+from librarian.settings import Settings
+from librarian.tenancy import validate_organization_id
+
+#: HS256 secrets shorter than this are guessable offline from any one token (RFC 7518 §3.2).
+MIN_SECRET_BYTES = 32
+HMAC_ALGORITHMS = ("HS256",)
+#: Asymmetric algorithms accepted from a JWKS; HMAC is excluded there so a public key can never be
+#: used as an HMAC secret (the classic algorithm-confusion forgery).
+JWKS_ALGORITHMS = ("RS256", "RS384", "RS512", "ES256", "ES384", "PS256")
+ROLES = ("member", "admin", "reader")
+DEFAULT_TTL_S = 3600
+_LEEWAY_S = 10
+
+
+class AuthenticationError(LibrarianError):
+    """The request carries no usable credentials (HTTP 401). Messages never echo the token."""
+
+    code = "unauthenticated"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """A verified caller: who they are and which organizations' libraries they may use."""
+
+    user_id: str
+    organization_id: str
+    organizations: tuple[str, ...]
+    role: str = "member"
+    expires_at: int = 0
+    permissions: tuple[str, ...] = field(default=())
+
+    def is_member(self, organization_id: str) -> bool:
+        return organization_id in self.organizations
+
+    def as_user(self) -> dict[str, Any]:
+        """The user dict the LangGraph server stores (`langgraph_auth_user` in runs)."""
+        return {
+            "identity": self.user_id,
+            "display_name": self.user_id,
+            "is_authenticated": True,
+            "organization_id": self.organization_id,
+            "orgs": list(self.organizations),
+            "role": self.role,
+            "permissions": list(self.permissions),
+        }
+
+
+def permissions_for(role: str) -> tuple[str, ...]:
+    """Coarse permissions per role; readers can chat but cannot change the library."""
+    if role == "reader":
+        return ("documents:read", "chat")
+    return ("documents:read", "documents:write", "chat")
+
+
+def check_secret(secret: str | None) -> str:
+    """Refuse missing or short HS256 secrets at start-up, naming the variable."""
+    if not secret:
+        raise ConfigError("LIBRARIAN_AUTH_SECRET (or LIBRARIAN_AUTH_JWKS_URL) is not set; the server needs one")
+    if len(secret.encode("utf-8")) < MIN_SECRET_BYTES:
+        raise ConfigError(
+            f"LIBRARIAN_AUTH_SECRET is {len(secret.encode('utf-8'))} bytes; at least {MIN_SECRET_BYTES} "
+            "are required (e.g. `python -c 'import secrets; print(secrets.token_urlsafe(48))'`)"
+        )
+    return secret
+
+
+def principal_from_claims(claims: dict[str, Any]) -> Principal:
+    """Turn verified claims into a Principal; malformed membership claims are an auth failure."""
+    sub = claims.get("sub")
+    if not isinstance(sub, str) or not sub.strip():
+        raise AuthenticationError("token has no subject")
+    raw_orgs = claims.get("orgs")
+    org = claims.get("org")
+    if raw_orgs is None:
+        raw_orgs = [org] if org else []
+    if not isinstance(raw_orgs, list) or not raw_orgs:
+        raise AuthenticationError("token has no organization memberships")
+    try:
+        orgs = tuple(validate_organization_id(o) for o in raw_orgs)
+        active = validate_organization_id(org if org is not None else orgs[0])
+    except TenantError:
+        raise AuthenticationError("token names an invalid organization id") from None
+    if active not in orgs:
+        raise AuthenticationError("token's active organization is not one of its memberships")
+    role = claims.get("role", "member")
+    if role not in ROLES:
+        raise AuthenticationError("token has an unknown role")
+    return Principal(
+        user_id=sub,
+        organization_id=active,
+        organizations=orgs,
+        role=role,
+        expires_at=int(claims.get("exp", 0)),
+        permissions=permissions_for(role),
+    )
+
+
+class TokenVerifier:
+    """Verifies bearer tokens with an HS256 secret or an issuer's JWKS (one of the two)."""
+
+    def __init__(
+        self,
+        *,
+        secret: str | None = None,
+        jwks_url: str | None = None,
+        issuer: str | None = None,
+        audience: str | None = None,
+    ) -> None:
+        if jwks_url:
+            self._jwks: jwt.PyJWKClient | None = jwt.PyJWKClient(jwks_url, cache_keys=True, lifespan=300)
+            self._secret: str | None = None
+            self._algorithms: Sequence[str] = JWKS_ALGORITHMS
+        else:
+            self._jwks = None
+            self._secret = check_secret(secret)
+            self._algorithms = HMAC_ALGORITHMS
+        self._issuer = issuer
+        self._audience = audience
+
+    def _key(self, token: str) -> Any:
+        if self._jwks is None:
+            return self._secret
+        try:
+            return self._jwks.get_signing_key_from_jwt(token).key
+        except jwt.PyJWKClientError as exc:
+            raise AuthenticationError("token signing key is unknown or unreachable") from exc
+
+    def verify(self, token: str) -> Principal:
+        """Return the Principal of a valid token, or raise AuthenticationError (never echoing it)."""
+        if not token or len(token) > 8192:
+            raise AuthenticationError("missing or oversized bearer token")
+        try:
+            claims = jwt.decode(
+                token,
+                self._key(token),
+                algorithms=list(self._algorithms),
+                issuer=self._issuer,
+                audience=self._audience,
+                leeway=_LEEWAY_S,
+                options={"require": ["exp", "sub"], "verify_aud": self._audience is not None},
+            )
+        except jwt.ExpiredSignatureError:
+            raise AuthenticationError("token has expired") from None
+        except jwt.InvalidTokenError:
+            raise AuthenticationError("token is invalid") from None
+        return principal_from_claims(claims)
+
+
+def verifier_from_settings(settings: Settings) -> TokenVerifier:
+    """The verifier the server uses; raises ConfigError when no usable key material is configured."""
+    return TokenVerifier(
+        secret=settings.auth_secret,
+        jwks_url=settings.auth_jwks_url,
+        issuer=settings.auth_issuer,
+        audience=settings.auth_audience,
+    )
+
+
+def mint_token(
+    secret: str,
+    user: str,
+    org: str,
+    *,
+    orgs: Sequence[str] | None = None,
+    role: str = "member",
+    ttl_s: int = DEFAULT_TTL_S,
+    issuer: str | None = None,
+    audience: str | None = None,
+    now: float | None = None,
+) -> str:
+    """A development HS256 token. Production tokens come from the identity provider."""
+    check_secret(secret)
+    memberships = list(dict.fromkeys([*(orgs or []), org]))
+    for o in memberships:
+        validate_organization_id(o)
+    if role not in ROLES:
+        raise ConfigError(f"role must be one of {', '.join(ROLES)}")
+    issued = int(now if now is not None else time.time())
+    claims: dict[str, Any] = {
+        "sub": user,
+        "org": org,
+        "orgs": memberships,
+        "role": role,
+        "iat": issued,
+        "exp": issued + int(ttl_s),
+    }
+    if issuer:
+        claims["iss"] = issuer
+    if audience:
+        claims["aud"] = audience
+    return jwt.encode(claims, secret, algorithm="HS256")
