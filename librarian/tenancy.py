@@ -59,14 +59,17 @@ def resolve_organization(config: Mapping[str, Any] | None, context: Any = None) 
     """
     configurable: Mapping[str, Any] = (config or {}).get("configurable") or {}
     user = configurable.get("langgraph_auth_user")
-    trusted = None
+    from_context = None
     if context is not None:
-        trusted = (
+        from_context = (
             context.get("organization_id")
             if isinstance(context, Mapping)
             else getattr(context, "organization_id", None)
         )
-    trusted = trusted or configurable.get("organization_id")
+    from_configurable = configurable.get("organization_id")
+    if from_context and from_configurable and from_context != from_configurable:
+        raise TenantError("the run context and configurable name different organizations")
+    trusted = from_context or from_configurable
     if user is not None and _user_field(user, "identity", "sub") is not None:
         org = organization_from_user(user)
         if trusted and trusted != org:

@@ -83,7 +83,8 @@ def to_source(item: Reranked) -> Source:
             dense=m.dense_score,
             sparse=m.sparse_score,
             fused=float(m.score),
-            rerank=item.details.get("rerank", item.score) if item.details is not None else None,
+            # None when nothing reranked (no reranker, NoReranker): the fused score is not a rerank score.
+            rerank=item.details.get("rerank"),
         ),
     )
 
@@ -102,9 +103,10 @@ def candidates_for(
     namespace = validate_organization_id(organization_id)
     if not query.strip():
         return []
+    index = stack.index  # opening it checks the embedding contract: fail before paying for embeddings
     dense = stack.dense.embed_query(query)
     sparse = stack.sparse.embed_query(query)
-    matches = stack.index.query(
+    matches = index.query(
         namespace=namespace,
         vector=dense,
         sparse_vector=sparse if sparse.get("indices") else None,

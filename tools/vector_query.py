@@ -1,0 +1,495 @@
+"""`create_vector_query_tool`: Mastra's `createVectorQueryTool` in Python, without its tenancy trap.
+
+Mastra lets the namespace come from `databaseConfig.pinecone.namespace`, set at creation or per
+request, and its filter prompt invites the model to write filters: either way a client or a model
+can end up choosing the tenant (seeds 001 §6, 003). Here the namespace is always the run's
+organization (`resolve_organization`); no option, override or resolver can name another one, and a
+filter that mentions a tenant key is refused before anything is embedded or queried.
+
+Everything else follows Mastra: `query_text` / `top_k` / optional `filter` for the model, a reranker
+given as an object or `{"scorer" | "model", "options": {"weights", "top_k"}}`, per-store
+`database_config`, `include_vectors` / `include_sources`, a store instance or a resolver, and
+per-run overrides (Mastra's request context) under `vector_query` in the run's context or
+`configurable`. It returns `{relevantContext, sources}` with Mastra's `QueryResult` shape.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from langchain.tools import ToolRuntime
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from pydantic import BaseModel, Field
+
+from librarian.embeddings.base import DenseEmbedder, SparseEmbedder, SparseVector
+from librarian.errors import TenantError
+from librarian.index.base import EmbeddingContract, QueryMatch, VectorIndex
+from librarian.index.contract import check_contract
+from librarian.index.filters import LOGICAL_OPS, InvalidFilterError, validate_filter
+from librarian.stack import Stack, get_stack
+from librarian.tenancy import resolve_organization
+from tools.rerank_base import Reranked, Reranker
+
+DEFAULT_DESCRIPTION = "Access the knowledge base to find information needed to answer user questions."
+FILTER_DESCRIPTION = (
+    " You may narrow the search with a metadata filter in Pinecone's syntax, e.g. "
+    '{"filename": {"$eq": "handbook.pdf"}} or {"page": {"$gte": 3}}; operators: $eq $ne $in $nin '
+    "$gt $gte $lt $lte $exists $and $or. Filters refine relevance inside this organization's "
+    "documents; they cannot select another organization."
+)
+OVERRIDES_KEY = "vector_query"
+MAX_MODEL_TOP_K = 100
+
+# Keys that could name a tenant, compared after lower-casing and dropping '_', '-' and '.'.
+TENANT_KEYS = frozenset(
+    {"namespace", "ns", "organization", "organizationid", "org", "orgid", "tenant", "tenantid"}
+)
+# Accepted spellings (snake_case or Mastra's camelCase), keyed by the normalised key.
+_OVERRIDE_NAMES = {
+    "topk": "top_k",
+    "filter": "filter",
+    "includevectors": "include_vectors",
+    "includesources": "include_sources",
+    "databaseconfig": "database_config",
+    "indexname": "index_name",
+}
+_STORE_OPTION_NAMES = {"minscore": "min_score", "alpha": "alpha", "sparsevector": "sparse_vector"}
+_STORE_KINDS = {"LanceVectorIndex": "lancedb", "PineconeVectorIndex": "pinecone"}
+
+
+class TenantFilterError(InvalidFilterError):
+    """A filter names a tenant key: isolation is the namespace's job, never a filter's."""
+
+    code = "tenant_filter"
+
+
+# --------------------------------------------------------------------------------------------------
+# tenant keys
+
+
+def _normal_key(key: object) -> str:
+    return re.sub(r"[_\-.\s]", "", str(key)).lower()
+
+
+def is_tenant_key(key: object) -> bool:
+    """Whether a key could select a tenant (namespace, organization_id, orgId, TENANT ...)."""
+    return _normal_key(key) in TENANT_KEYS
+
+
+def _tenant_keys_in_filter(node: Mapping[str, Any]) -> list[str]:
+    found: list[str] = []
+    for key, condition in node.items():
+        if key in LOGICAL_OPS:
+            for child in condition:
+                found.extend(_tenant_keys_in_filter(child))
+        elif is_tenant_key(key):
+            found.append(key)
+    return found
+
+
+def check_query_filter(raw: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    """Parse (JSON text allowed, as models often send it), validate and refuse tenant keys.
+
+    Returns the canonical filter (`{}` for none). Raises InvalidFilterError or TenantFilterError
+    with a message the model can act on.
+    """
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InvalidFilterError(f"the filter is not valid JSON: {exc.msg}") from exc
+    canonical = validate_filter(raw)  # type: ignore[arg-type]
+    tenant = _tenant_keys_in_filter(canonical)
+    if tenant:
+        raise TenantFilterError(
+            f"filters cannot select an organization (found {', '.join(sorted(set(tenant)))}); "
+            "the search always covers the current organization's documents only"
+        )
+    return canonical
+
+
+def _refuse_tenant_keys(mapping: Mapping[str, Any], where: str) -> None:
+    named = [str(k) for k in mapping if is_tenant_key(k)]
+    if named:
+        raise TenantError(
+            f"{where} cannot set {', '.join(named)}: the namespace is always the run's organization "
+            "(authenticated user or trusted organization_id), never configuration"
+        )
+
+
+# --------------------------------------------------------------------------------------------------
+# configuration
+
+
+@dataclass(frozen=True)
+class StoreOptions:
+    """The `database_config` section that applies to the store being queried."""
+
+    min_score: float | None = None
+    alpha: float | None = None
+    sparse_vector: SparseVector | None = None
+
+
+def parse_database_config(config: Mapping[str, Any] | None) -> dict[str, StoreOptions]:
+    """Per-store options by store kind (`lancedb`, `pinecone`, ...), checked eagerly.
+
+    Sections for other stores are kept (one tool may serve several stores, as in Mastra), but a
+    namespace anywhere is refused rather than ignored, so nobody believes it took effect.
+    """
+    if not config:
+        return {}
+    if not isinstance(config, Mapping):
+        raise ValueError("database_config must be a mapping of store kind to options")
+    _refuse_tenant_keys(config, "database_config")
+    parsed: dict[str, StoreOptions] = {}
+    for kind, section in config.items():
+        if not isinstance(section, Mapping):
+            raise ValueError(f"database_config[{kind!r}] must be a mapping")
+        _refuse_tenant_keys(section, f"database_config[{kind!r}]")
+        values: dict[str, Any] = {}
+        for key, value in section.items():
+            name = _STORE_OPTION_NAMES.get(_normal_key(key))
+            if name is None:
+                raise ValueError(
+                    f"unknown option {key!r} in database_config[{kind!r}]; "
+                    "expected min_score, alpha or sparse_vector"
+                )
+            values[name] = value
+        alpha = values.get("alpha")
+        if alpha is not None and not (isinstance(alpha, int | float) and 0.0 <= alpha <= 1.0):
+            raise ValueError(f"database_config[{kind!r}].alpha must be a number from 0 to 1")
+        parsed[str(kind)] = StoreOptions(**values)
+    return parsed
+
+
+def store_kind(index: VectorIndex) -> str:
+    """Which `database_config` section applies to this store."""
+    name = type(index).__name__
+    return _STORE_KINDS.get(name, name.lower())
+
+
+@dataclass(frozen=True)
+class QuerySettings:
+    """Everything a run may override; the namespace is deliberately not a field."""
+
+    top_k: int
+    filter: dict[str, Any]
+    include_vectors: bool
+    include_sources: bool
+    database_config: dict[str, StoreOptions]
+    index_name: str | None
+
+
+def run_overrides(config: Mapping[str, Any] | None, context: Any) -> dict[str, Any]:
+    """Per-run overrides from `configurable["vector_query"]`, then the context's (which wins).
+
+    On the LangGraph server both can come from the client, which is why they may tune relevance
+    but never choose the namespace.
+    """
+    merged: dict[str, Any] = {}
+    configurable = (config or {}).get("configurable") or {}
+    from_context = (
+        context.get(OVERRIDES_KEY) if isinstance(context, Mapping) else getattr(context, OVERRIDES_KEY, None)
+    )
+    for source in (configurable.get(OVERRIDES_KEY), from_context):
+        if not source:
+            continue
+        if not isinstance(source, Mapping):
+            raise ValueError(f"run overrides under {OVERRIDES_KEY!r} must be a mapping")
+        _refuse_tenant_keys(source, f"run overrides ({OVERRIDES_KEY})")
+        for key, value in source.items():
+            name = _OVERRIDE_NAMES.get(_normal_key(key))
+            if name is None:
+                raise ValueError(
+                    f"unknown run override {key!r}; expected one of top_k, filter, include_vectors, "
+                    "include_sources, database_config, index_name"
+                )
+            merged[name] = value
+    return merged
+
+
+def apply_overrides(base: QuerySettings, overrides: Mapping[str, Any]) -> QuerySettings:
+    changes: dict[str, Any] = {}
+    if "top_k" in overrides:
+        changes["top_k"] = _check_top_k(overrides["top_k"], "run override top_k")
+    if "filter" in overrides:
+        changes["filter"] = check_query_filter(overrides["filter"])  # raises: a caller error
+    for flag in ("include_vectors", "include_sources"):
+        if flag in overrides:
+            changes[flag] = bool(overrides[flag])
+    if "database_config" in overrides:
+        changes["database_config"] = {
+            **base.database_config,
+            **parse_database_config(overrides["database_config"]),
+        }
+    if "index_name" in overrides:
+        changes["index_name"] = overrides["index_name"]
+    return replace(base, **changes)
+
+
+def _check_top_k(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{what} must be a positive integer, got {value!r}")
+    return value
+
+
+# --------------------------------------------------------------------------------------------------
+# reranker and store
+
+
+def build_reranker(config: Reranker | Mapping[str, Any] | None) -> tuple[Reranker | None, int | None]:
+    """A Reranker and its own top_k from Mastra's `{"model" | "scorer", "options": ...}`."""
+    if config is None:
+        return None, None
+    if not isinstance(config, Mapping):
+        if not callable(getattr(config, "rerank", None)):
+            raise TypeError("reranker must be a Reranker or a {'scorer'|'model', 'options'} mapping")
+        return config, None
+    from tools.rerankers import WeightedReranker
+
+    unknown = set(config) - {"scorer", "model", "options"}
+    if unknown:
+        raise ValueError(f"unknown reranker keys {sorted(unknown)}; expected scorer or model, and options")
+    options = dict(config.get("options") or {})
+    weights = options.pop("weights", None)
+    top_k = options.pop("top_k", options.pop("topK", None))
+    if options:
+        raise ValueError(f"unknown reranker options {sorted(options)}; expected weights and top_k")
+    scorer = config.get("scorer")
+    if scorer is None:
+        model = config.get("model")
+        if model is None:
+            raise ValueError("a reranker config needs a 'scorer' or a chat 'model'")
+        from tools.scorers import LLMRelevanceScorer
+
+        if isinstance(model, str):
+            from langchain.chat_models import init_chat_model
+
+            model = init_chat_model(model)
+        scorer = LLMRelevanceScorer(model)
+    reranker = WeightedReranker(scorer, weights)
+    return reranker, None if top_k is None else _check_top_k(top_k, "reranker options top_k")
+
+
+@dataclass(frozen=True)
+class VectorStoreRequest:
+    """What a resolver may use to pick a store (Mastra's `VectorStoreResolver` argument).
+
+    It may route an organization to its own store, but the tool still queries the namespace of
+    `organization_id` in whatever store comes back: the resolver cannot widen the search.
+    """
+
+    organization_id: str
+    index_name: str | None
+    config: Mapping[str, Any]
+    context: Any
+
+
+VectorStoreResolver = Callable[[VectorStoreRequest], VectorIndex]
+
+
+def check_query_contract(index: VectorIndex, dense: DenseEmbedder, sparse: SparseEmbedder | None) -> None:
+    """Refuse to query an index whose vectors come from other models than the query's.
+
+    With a fixed sparse vector (or alpha 1) no sparse model embeds the query, so only the dense
+    side is compared.
+    """
+    recorded = index.contract
+    check_contract(
+        recorded,
+        EmbeddingContract(
+            dense_model=dense.model_id,
+            dimension=dense.dimension,
+            sparse_model=sparse.model_id if sparse is not None else recorded.sparse_model,
+            metric=recorded.metric,
+        ),
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# results
+
+
+def query_result(item: Reranked, include_vector: bool) -> dict[str, Any]:
+    """Mastra's QueryResult `{id, score, metadata, vector?, document}`, plus the score breakdown."""
+    match = item.match
+    result: dict[str, Any] = {
+        "id": match.id,
+        "score": float(item.score),
+        "metadata": dict(match.metadata),
+        "document": str(match.metadata.get("text", "")),
+        "scores": {
+            "dense": match.dense_score,
+            "sparse": match.sparse_score,
+            "fused": float(match.score),
+            "rerank": item.details.get("rerank"),
+        },
+    }
+    if include_vector:
+        result["vector"] = list(match.values) if match.values is not None else None
+    return result
+
+
+def relevant_context(results: list[dict[str, Any]]) -> str:
+    """Numbered excerpts so an answer can cite `[n]` for `sources[n-1]`."""
+    parts = []
+    for n, result in enumerate(results, start=1):
+        if not result["document"]:
+            continue
+        meta = result["metadata"]
+        where = f" {meta['filename']}, page {meta.get('page', '?')}:" if meta.get("filename") else ""
+        parts.append(f"[{n}]{where}\n{result['document']}")
+    return "\n\n".join(parts)
+
+
+# --------------------------------------------------------------------------------------------------
+# the tool
+
+
+class VectorQueryArgs(BaseModel):
+    """Model-visible arguments. Anything else a model sends (namespace, org ...) is dropped."""
+
+    query_text: str = Field(description="What to look for, in natural language or exact terms.")
+    top_k: int | None = Field(
+        default=None, ge=1, le=MAX_MODEL_TOP_K, description="How many results to return."
+    )
+
+
+class FilteredVectorQueryArgs(VectorQueryArgs):
+    filter: dict[str, Any] | str | None = Field(
+        default=None, description="Optional metadata filter (Pinecone syntax), as an object or JSON text."
+    )
+
+
+def _tool_name(id: str | None, index_name: str | None) -> str:
+    """OpenAI tool names allow [A-Za-z0-9_-] only; Mastra's default id has spaces."""
+    raw = id or ("vector_query" + (f"_{index_name}" if index_name else ""))
+    return re.sub(r"[^A-Za-z0-9_-]", "_", raw)[:64]
+
+
+def _and(*filters: dict[str, Any]) -> dict[str, Any]:
+    present = [f for f in filters if f]
+    if len(present) <= 1:
+        return present[0] if present else {}
+    return {"$and": present}
+
+
+def create_vector_query_tool(
+    *,
+    id: str | None = None,
+    description: str | None = None,
+    index_name: str | None = None,
+    model: DenseEmbedder | None = None,
+    enable_filter: bool = False,
+    include_vectors: bool = False,
+    include_sources: bool = True,
+    reranker: Reranker | Mapping[str, Any] | None = None,
+    database_config: Mapping[str, Any] | None = None,
+    vector_store: VectorIndex | VectorStoreResolver | None = None,
+    top_k: int = 10,
+    stack: Callable[[], Stack] = get_stack,
+) -> BaseTool:
+    """Build a vector query tool; everything but the namespace may be set here or per run.
+
+    Configuration errors (tenant keys in `database_config`, bad weights, unknown options) raise
+    here, at creation, rather than on the first question.
+    """
+    base = QuerySettings(
+        top_k=_check_top_k(top_k, "top_k"),
+        filter={},
+        include_vectors=include_vectors,
+        include_sources=include_sources,
+        database_config=parse_database_config(database_config),
+        index_name=index_name,
+    )
+    rerank_with, rerank_top_k = build_reranker(reranker)
+    is_instance = vector_store is not None and callable(getattr(vector_store, "query", None))
+    if vector_store is not None and not is_instance and not callable(vector_store):
+        raise TypeError("vector_store must be a VectorIndex or a callable(VectorStoreRequest) -> VectorIndex")
+    if is_instance and model is not None:
+        check_query_contract(vector_store, model, None)  # type: ignore[arg-type]
+
+    def resolve_store(current: Stack, request: VectorStoreRequest) -> VectorIndex:
+        if vector_store is None or is_instance:
+            if request.index_name != base.index_name:
+                raise ValueError("index_name can be changed per run only with a vector_store resolver")
+            return vector_store if is_instance else current.index  # type: ignore[return-value]
+        store = vector_store(request)  # type: ignore[operator]
+        if not callable(getattr(store, "query", None)):
+            raise TypeError("the vector_store resolver must return a VectorIndex")
+        return store
+
+    def run(
+        query_text: str,
+        config: RunnableConfig,
+        top_k: int | None = None,
+        filter: dict[str, Any] | str | None = None,
+        runtime: ToolRuntime = None,  # type: ignore[assignment]  # injected inside agents only
+    ) -> dict[str, Any]:
+        context = getattr(runtime, "context", None)
+        organization_id = resolve_organization(config, context)
+        overrides = run_overrides(config, context)
+        settings = apply_overrides(base, overrides)
+        try:
+            model_filter = check_query_filter(filter) if enable_filter else {}
+        except InvalidFilterError as exc:
+            raise ToolException(str(exc)) from exc  # the model can correct its filter
+        current = stack()
+        index = resolve_store(
+            current, VectorStoreRequest(organization_id, settings.index_name, config or {}, context)
+        )
+        options = settings.database_config.get(store_kind(index), StoreOptions())
+        alpha = current.settings.alpha if options.alpha is None else float(options.alpha)
+        dense = model or current.dense
+        sparse = current.sparse if options.sparse_vector is None and alpha < 1.0 else None
+        check_query_contract(index, dense, sparse)
+        if not query_text.strip():
+            return _result([], settings.include_sources)
+        k = settings.top_k if "top_k" in overrides else (top_k or settings.top_k)  # Mastra's precedence
+        sparse_query = options.sparse_vector if sparse is None else sparse.embed_query(query_text)
+        matches = index.query(
+            namespace=organization_id,
+            vector=dense.embed_query(query_text),
+            sparse_vector=sparse_query if sparse_query and sparse_query.get("indices") else None,
+            alpha=alpha,
+            top_k=max(k, current.settings.candidates) if rerank_with is not None else k,
+            filter=_and(settings.filter, model_filter) or None,
+            include_values=settings.include_vectors,
+            include_metadata=True,
+        )
+        if options.min_score is not None:
+            matches = [m for m in matches if m.score >= options.min_score]
+        ranked = _rank(query_text, matches, rerank_with, rerank_top_k or k)
+        results = [query_result(item, settings.include_vectors) for item in ranked]
+        return _result(results, settings.include_sources)
+
+    tool = StructuredTool.from_function(
+        func=run,
+        name=_tool_name(id, index_name),
+        description=(description or DEFAULT_DESCRIPTION) + (FILTER_DESCRIPTION if enable_filter else ""),
+        args_schema=FilteredVectorQueryArgs if enable_filter else VectorQueryArgs,
+    )
+    tool.handle_tool_error = True  # ToolException (a bad filter) goes back to the model to fix
+    return tool
+
+
+def _rank(query: str, matches: list[QueryMatch], reranker: Reranker | None, top_k: int) -> list[Reranked]:
+    if reranker is None:
+        return [Reranked(match=m, score=m.score, details={}) for m in matches[:top_k]]
+    floor = reranker.floor
+    ranked = reranker.rerank(query, matches, top_k)
+    return [r for r in ranked if floor is None or r.score >= floor][:top_k]
+
+
+def _result(results: list[dict[str, Any]], include_sources: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"relevantContext": relevant_context(results)}
+    if include_sources:
+        out["sources"] = results
+    return out
