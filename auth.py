@@ -75,6 +75,9 @@ async def authenticate(authorization: str | None) -> dict[str, Any]:
     return principal.as_user()
 
 
+# --- helpers ---------------------------------------------------------------------------------------
+
+
 def _org(ctx: Auth.types.AuthContext) -> str:
     org = ctx.user.get("organization_id") if hasattr(ctx.user, "get") else None
     if not org:  # cannot happen for users made by `authenticate`; refuse rather than widen
@@ -82,80 +85,122 @@ def _org(ctx: Auth.types.AuthContext) -> str:
     return str(org)
 
 
-def _stamp(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> dict[str, str]:
-    """Write the caller's organization into the new resource's metadata, in place.
+def _stamp(ctx: Auth.types.AuthContext, value: dict[str, Any], **extra: str) -> str:
+    """Write the caller's organization (and owner) into the resource's metadata, in place.
 
     In place because the server keeps its own reference to `value["metadata"]`: replacing the dict
-    silently drops the stamp. A client-supplied organization, owner or system marker is overwritten.
+    silently drops the stamp. A client-supplied organization, owner, kind or system marker is
+    overwritten, so metadata can never move a resource into another organization's view.
     """
     org = _org(ctx)
     metadata = value.get("metadata")
     if metadata is None:
         metadata = value["metadata"] = {}
     metadata.pop("created_by", None)  # "system" would make an assistant visible to every org
-    metadata["organization_id"] = org
-    metadata["owner"] = ctx.user.identity
-    return {"organization_id": org}
+    metadata.update(organization_id=org, owner=ctx.user.identity, **extra)
+    return org
+
+
+def _uuid_version(text: str) -> int | None:
+    try:
+        return UUID(text).version
+    except ValueError:
+        return None
+
+
+def _refuse_document_thread_ids(value: dict[str, Any]) -> None:
+    """Clients may not name a thread with a uuid5 id: those are the document threads' ids.
+
+    Document thread ids are derived from `org:path`, so anyone can compute another organization's.
+    The read filters hide such a thread, but "create with this id" would still answer 409 for an
+    existing one and so reveal that org A has a file of that name. Refusing every uuid5 id up front
+    answers the same whether or not the thread exists.
+    """
+    thread_id = value.get("thread_id")
+    if thread_id and _uuid_version(str(thread_id)) == 5:
+        raise Auth.exceptions.HTTPException(status_code=403, detail="this thread id is reserved")
+
+
+def _runnable_assistant(assistant_id: str) -> bool:
+    """The agent graph, or an assistant the caller's org created (the server checks its org).
+
+    The ingest and reindex graphs run only through the document routes, which check size, name and
+    membership before anything is written; their default assistants have fixed uuid5 ids.
+    """
+    if assistant_id in _CLIENT_ASSISTANT_IDS:
+        return True
+    return _uuid_version(assistant_id) not in (None, 5)
+
+
+# --- threads and runs ------------------------------------------------------------------------------
+# Chat threads carry kind=chat. Document threads (kind=document) are created by the routes through
+# the in-process client, which skips these handlers; members may read them (they are the status of
+# their documents) but never write to them: their latest checkpoint is the document's status.
 
 
 @auth.on.threads.create
 async def on_thread_create(ctx: Auth.types.AuthContext, value: Auth.types.on.threads.create.value):
-    return _stamp(ctx, value)
+    _refuse_document_thread_ids(value)
+    return {"organization_id": _stamp(ctx, value, kind="chat")}
 
 
 @auth.on.threads.create_run
 async def on_run_create(ctx: Auth.types.AuthContext, value: Auth.types.on.threads.create_run.value):
-    assistant = str(value.get("assistant_id") or "")
-    if assistant not in _CLIENT_ASSISTANT_IDS and not _is_own_assistant(value):
+    _refuse_document_thread_ids(value)
+    if not _runnable_assistant(str(value.get("assistant_id") or "")):
         raise Auth.exceptions.HTTPException(
             status_code=403, detail="only the agent graph can be run directly; upload documents instead"
         )
-    return _stamp(ctx, value)
-
-
-def _is_own_assistant(value: dict[str, Any]) -> bool:
-    """Runs may use assistants the caller's organization created (the read filter checks the org).
-
-    System assistants of the ingest/reindex graphs have fixed uuid5 ids, so excluding those ids
-    keeps those graphs behind the document routes.
-    """
-    assistant = str(value.get("assistant_id") or "")
-    blocked = {str(uuid5(_NAMESPACE_GRAPH, g)) for g in ("ingest", "reindex")} | {"ingest", "reindex"}
-    return bool(assistant) and assistant not in blocked and _looks_like_uuid(assistant)
-
-
-def _looks_like_uuid(text: str) -> bool:
-    try:
-        UUID(text)
-    except ValueError:
-        return False
-    return True
+    return {"organization_id": _stamp(ctx, value, kind="chat"), "kind": "chat"}
 
 
 @auth.on.threads.read
-@auth.on.threads.update
-@auth.on.threads.delete
 @auth.on.threads.search
-async def on_thread_access(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+async def on_thread_read(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
     return {"organization_id": _org(ctx)}
+
+
+@auth.on.threads.update
+async def on_thread_update(ctx: Auth.types.AuthContext, value: Auth.types.on.threads.update.value):
+    if value.get("metadata") is not None:
+        _stamp(ctx, value, kind="chat")
+    return {"organization_id": _org(ctx), "kind": "chat"}
+
+
+@auth.on.threads.delete
+async def on_thread_delete(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+    return {"organization_id": _org(ctx), "kind": "chat"}
+
+
+# --- crons -----------------------------------------------------------------------------------------
 
 
 @auth.on.crons.create
 async def on_cron_create(ctx: Auth.types.AuthContext, value: Auth.types.on.crons.create.value):
-    return _stamp(ctx, value)
+    _refuse_document_thread_ids(value)
+    return {"organization_id": _stamp(ctx, value, kind="chat")}
+
+
+@auth.on.crons.update
+async def on_cron_update(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+    if value.get("metadata") is not None:
+        _stamp(ctx, value, kind="chat")
+    return {"organization_id": _org(ctx)}
 
 
 @auth.on.crons.read
-@auth.on.crons.update
 @auth.on.crons.delete
 @auth.on.crons.search
 async def on_cron_access(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
     return {"organization_id": _org(ctx)}
 
 
+# --- assistants ------------------------------------------------------------------------------------
+
+
 @auth.on.assistants.create
 async def on_assistant_create(ctx: Auth.types.AuthContext, value: Auth.types.on.assistants.create.value):
-    return _stamp(ctx, value)
+    return {"organization_id": _stamp(ctx, value)}
 
 
 @auth.on.assistants.read
@@ -166,9 +211,18 @@ async def on_assistant_read(ctx: Auth.types.AuthContext, value: Any) -> dict[str
 
 
 @auth.on.assistants.update
-@auth.on.assistants.delete
-async def on_assistant_write(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+async def on_assistant_update(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+    if value.get("metadata") is not None:
+        _stamp(ctx, value)
     return {"organization_id": _org(ctx)}
+
+
+@auth.on.assistants.delete
+async def on_assistant_delete(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+    return {"organization_id": _org(ctx)}
+
+
+# --- everything else -------------------------------------------------------------------------------
 
 
 @auth.on.store

@@ -17,6 +17,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from librarian.errors import LibrarianError
 
@@ -136,7 +137,99 @@ def cmd_reindex(args, stack, checkpointer) -> int:
     return 0 if all(s.status != "failed" for s in statuses) else 1
 
 
-COMMANDS = {"ingest": cmd_ingest, "status": cmd_status, "delete": cmd_delete, "reindex": cmd_reindex}
+def cmd_token(args: argparse.Namespace) -> int:
+    """Mint a development token; production tokens come from the identity provider."""
+    from librarian.auth import mint_token
+    from librarian.settings import Settings
+
+    secret = Settings().auth_secret
+    if not secret:
+        raise LibrarianError("LIBRARIAN_AUTH_SECRET is not set; it signs the token")
+    orgs = [o for o in (args.orgs or "").split(",") if o]
+    print(mint_token(secret, args.user, args.org, orgs=orgs, role=args.role, ttl_s=args.ttl))
+    return 0
+
+
+def print_sources_table(sources: Sequence, title: str = "Sources") -> None:
+    """Each source with its place in the document and why it ranked there (channel scores)."""
+    table = Table(title=title)
+    table.add_column("#", no_wrap=True)
+    table.add_column("file", overflow="fold")
+    for column in ("page", "score", "dense", "sparse", "fused", "rerank"):
+        table.add_column(column, no_wrap=True, justify="right")
+    table.add_column("excerpt", overflow="fold")
+
+    def number(value: float | None) -> str:
+        return "" if value is None else f"{value:.3f}"
+
+    for n, s in enumerate(sources, start=1):
+        scores = s["scores"]
+        excerpt = " ".join(s["text"].split())
+        table.add_row(
+            str(n),
+            s["filename"],
+            str(s["page"]),
+            number(s["score"]),
+            number(scores["dense"]),
+            number(scores["sparse"]),
+            number(scores["fused"]),
+            number(scores["rerank"]),
+            Text(excerpt[:80] + ("…" if len(excerpt) > 80 else "")),
+        )
+    console.print(table)
+
+
+def cmd_search(args, stack, checkpointer) -> int:
+    """The agent's retrieval (same options, same reranker), shown as a table instead of a tool result."""
+    from tools.rerankers import make_reranker
+    from tools.retrieval import SearchOptions, search
+
+    options = SearchOptions.from_settings(stack, top_k=args.top_k)
+    result = search(stack, args.org, args.query, options, make_reranker(stack))
+    if not result["sources"]:
+        console.print("no relevant excerpts in this organization's documents")
+        return 0
+    print_sources_table(result["sources"])
+    return 0
+
+
+def cmd_ask(args, stack, checkpointer) -> int:
+    """One question to the agent (chat model if configured, else extractive) with its citations."""
+    import re
+
+    from langchain_core.messages import HumanMessage
+
+    from graphs.agent import build_agent
+
+    state = build_agent(lambda: stack).invoke(
+        {"messages": [HumanMessage(args.question)]}, context={"organization_id": args.org}
+    )
+    answer = state["messages"][-1]
+    console.print(Text(str(answer.content)))
+    sources = state.get("sources") or []
+    cited = sorted({int(n) for n in re.findall(r"\[(\d+)\]", str(answer.content))})
+    table = Table(title="Citations")
+    for column in ("#", "file", "page", "path"):
+        table.add_column(column)
+    for n in cited:
+        if 1 <= n <= len(sources):
+            s = sources[n - 1]
+            table.add_row(f"[{n}]", s["filename"], str(s["page"]), s["path"])
+        else:
+            table.add_row(f"[{n}]", Text("no such source", style="red"), "", "")
+    if cited:
+        console.print(table)
+    return 0
+
+
+COMMANDS = {
+    "ingest": cmd_ingest,
+    "status": cmd_status,
+    "delete": cmd_delete,
+    "reindex": cmd_reindex,
+    "search": cmd_search,
+    "ask": cmd_ask,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -149,8 +242,19 @@ def build_parser() -> argparse.ArgumentParser:
     delete = sub.add_parser("delete", help="delete a document: vectors first, then the file")
     delete.add_argument("path", help="docs/<name> or a file name")
     reindex = sub.add_parser("reindex", help="re-embed every document from its cached parse")
-    for p in (ingest, status, delete, reindex):
+    search = sub.add_parser("search", help="search an organization's documents; show scores per source")
+    search.add_argument("query")
+    search.add_argument("--top-k", type=int, default=None, help="sources to show (default LIBRARIAN_TOP_K)")
+    ask = sub.add_parser("ask", help="ask the agent a question; show the answer and its citations")
+    ask.add_argument("question")
+    for p in (ingest, status, delete, reindex, search, ask):
         p.add_argument("--org", required=True, help="organization id (the namespace)")
+    tok = sub.add_parser("token", help="mint a development bearer token (LIBRARIAN_AUTH_SECRET)")
+    tok.add_argument("--user", required=True, help="the token's subject")
+    tok.add_argument("--org", required=True, help="active organization")
+    tok.add_argument("--orgs", help="further memberships, comma-separated")
+    tok.add_argument("--role", default="member", choices=("member", "admin", "reader"))
+    tok.add_argument("--ttl", type=int, default=3600, help="seconds until it expires (default 3600)")
     return parser
 
 
@@ -158,6 +262,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
     try:
+        if args.command == "token":  # needs no stack and no checkpointer
+            return cmd_token(args)
         from librarian.checkpoint import sync_checkpointer
         from librarian.settings import get_settings
         from librarian.stack import get_stack

@@ -130,7 +130,9 @@ async def document_status(org: str, path: str) -> dict[str, Any]:
         running = any(r["status"] == "running" for r in active)
         status.update(status="running" if running else "queued", queuedRuns=len(active))
     elif runs and runs[0]["status"] in FAILED_RUN_STATES and status["status"] != "failed":
-        status.update(status="failed", error="run_failed", reason=f"the ingest run ended: {runs[0]['status']}")
+        status.update(
+            status="failed", error="run_failed", reason=f"the ingest run ended: {runs[0]['status']}"
+        )
     return status
 
 
@@ -160,8 +162,8 @@ def endpoint(handler: Handler) -> Handler:
             logger.exception("unexpected error in %s %s", request.method, request.url.path)
             return error_response(500, "internal_error", "the server could not complete the request")
 
+    # The docstring stays on `handler`: Starlette would parse a copied one as OpenAPI YAML.
     wrapped.__name__ = handler.__name__
-    wrapped.__doc__ = handler.__doc__
     return wrapped
 
 

@@ -102,10 +102,12 @@ def bm25_scores(data: Dataset) -> np.ndarray:
 
     stemmer = Stemmer.Stemmer("english")
     retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize(data.docs, stopwords="en", stemmer=stemmer, show_progress=False),
-                    show_progress=False)
-    tokens = bm25s.tokenize(data.queries, stopwords="en", stemmer=stemmer, show_progress=False,
-                            return_ids=False)
+    retriever.index(
+        bm25s.tokenize(data.docs, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False
+    )
+    tokens = bm25s.tokenize(
+        data.queries, stopwords="en", stemmer=stemmer, show_progress=False, return_ids=False
+    )
     return np.stack([retriever.get_scores(t) for t in tokens])
 
 
@@ -119,8 +121,10 @@ def dense_embeddings(texts: list[str], embedder: MiniLMEmbedder, tag: str) -> np
     vectors = embedder.embed_array(texts)
     seconds = time.perf_counter() - start
     tokens = np.mean([min(len(e.ids), 256) for e in embedder._load()[1].encode_batch(texts)])
-    print(f"dense {tag}: {len(texts)} texts, mean {tokens:.0f} tokens, {seconds:.1f} s, "
-          f"{len(texts) / seconds:.1f} texts/s")
+    print(
+        f"dense {tag}: {len(texts)} texts, mean {tokens:.0f} tokens, {seconds:.1f} s, "
+        f"{len(texts) / seconds:.1f} texts/s"
+    )
     np.save(cache, vectors)
     return vectors
 
@@ -130,20 +134,29 @@ def row(name: str, metrics: tuple[float, float], base: tuple[float, float]) -> s
     return f"{name:<28} {n:>8.4f} {n / bn:>6.3f} {r:>10.4f} {r / br:>6.3f}"
 
 
-def grid(data: Dataset, base: tuple[float, float]) -> None:
-    """A small sweep around the default recipe (sparse only), to justify its numbers."""
+def grid(data: Dataset, base: tuple[float, float], dense: np.ndarray | None) -> None:
+    """A small sweep around the default recipe, to justify its numbers (`scale` only matters in hybrids)."""
     sweeps: dict[str, Iterable[float]] = {
         "k1": (0.9, 1.2, 1.5, 2.0),
-        "b": (0.4, 0.6, 0.75, 0.9),
+        "b": (0.5, 0.75, 0.9),
         "avglen": (60.0, 100.0, 150.0),
-        "doc_terms": (30.0, 100.0, 300.0, 1000.0, 3000.0),
-        "unseen_freq": (1e-10, 1e-9, 1e-8, 1e-7),
+        "doc_terms": (100.0, 300.0, 1000.0),
+        "unseen_freq": (1e-10, 1e-9, 1e-8),
     }
     for field, values in sweeps.items():
         for value in values:
-            recipe = replace(DEFAULT_RECIPE, **{field: value})
-            print(row(f"sparse {field}={value:g}", evaluate(lexical_scores(data, LexicalSparseEmbedder(recipe)),
-                                                             data), base))
+            embedder = LexicalSparseEmbedder(replace(DEFAULT_RECIPE, **{field: value}))
+            print(row(f"lexical {field}={value:g}", evaluate(lexical_scores(data, embedder), data), base))
+    if dense is not None:
+        lexical = lexical_scores(data, LexicalSparseEmbedder()) / DEFAULT_RECIPE.scale
+        for scale in (0.1, 0.2, 0.3):
+            print(
+                row(
+                    f"hybrid a=0.75 scale={scale:g}",
+                    evaluate(0.75 * dense + 0.25 * scale * lexical, data),
+                    base,
+                )
+            )
 
 
 def main() -> None:
@@ -163,6 +176,7 @@ def main() -> None:
     print(f"\n{'method':<28} {'nDCG@10':>8} {'ratio':>6} {'Recall@100':>10} {'ratio':>6}")
     print(row("bm25s (corpus idf)", base, base))
     print(row("lexical (fixed idf)", evaluate(lexical, data), base))
+    dense = None
     if not args.no_dense:
         embedder = MiniLMEmbedder(threads=2)
         docs = dense_embeddings(data.docs, embedder, "docs")
@@ -170,11 +184,16 @@ def main() -> None:
         dense = queries @ docs.T
         print(row("minilm dense", evaluate(dense, data), base))
         for alpha in ALPHAS:
-            print(row(f"hybrid a={alpha} dense+lexical", evaluate(alpha * dense + (1 - alpha) * lexical, data),
-                      base))
+            print(
+                row(
+                    f"hybrid a={alpha} dense+lexical",
+                    evaluate(alpha * dense + (1 - alpha) * lexical, data),
+                    base,
+                )
+            )
     if args.grid:
         print()
-        grid(data, base)
+        grid(data, base, dense)
 
 
 def _timed(name: str, fn: Callable[[], np.ndarray]) -> np.ndarray:

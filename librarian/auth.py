@@ -75,7 +75,9 @@ def permissions_for(role: str) -> tuple[str, ...]:
 def check_secret(secret: str | None) -> str:
     """Refuse missing or short HS256 secrets at start-up, naming the variable."""
     if not secret:
-        raise ConfigError("LIBRARIAN_AUTH_SECRET (or LIBRARIAN_AUTH_JWKS_URL) is not set; the server needs one")
+        raise ConfigError(
+            "LIBRARIAN_AUTH_SECRET (or LIBRARIAN_AUTH_JWKS_URL) is not set; the server needs one"
+        )
     if len(secret.encode("utf-8")) < MIN_SECRET_BYTES:
         raise ConfigError(
             f"LIBRARIAN_AUTH_SECRET is {len(secret.encode('utf-8'))} bytes; at least {MIN_SECRET_BYTES} "
@@ -190,7 +192,7 @@ def mint_token(
 ) -> str:
     """A development HS256 token. Production tokens come from the identity provider."""
     check_secret(secret)
-    memberships = list(dict.fromkeys([*(orgs or []), org]))
+    memberships = list(dict.fromkeys([org, *(orgs or [])]))
     for o in memberships:
         validate_organization_id(o)
     if role not in ROLES:

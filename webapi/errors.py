@@ -17,7 +17,13 @@ from typing import Any
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-_CODES = {400: "bad_request", 401: "unauthenticated", 403: "forbidden", 404: "not_found", 405: "method_not_allowed"}
+_CODES = {
+    400: "bad_request",
+    401: "unauthenticated",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+}
 
 
 class ApiError(Exception):
@@ -80,7 +86,11 @@ async def _send_reshaped(send: Send, start: Message, body: bytes) -> None:
         detail = payload.get("detail") or payload.get("message") or "request refused"
         payload = error_body(_CODES.get(status, "error" if status < 500 else "internal_error"), str(detail))
         body = json.dumps(payload).encode()
-        headers = [(k, v) for k, v in start.get("headers", []) if k.lower() not in (b"content-length", b"content-type")]
+        headers = [
+            (k, v)
+            for k, v in start.get("headers", [])
+            if k.lower() not in (b"content-length", b"content-type")
+        ]
         headers += [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         start = {**start, "headers": headers}
     await send(start)

@@ -121,7 +121,9 @@ def openapi_document() -> dict[str, Any]:
                             },
                         },
                         **_COMMON_ERRORS,
-                        "413": _error("The file is larger than LIBRARIAN_MAX_UPLOAD_BYTES; nothing was written."),
+                        "413": _error(
+                            "The file is larger than LIBRARIAN_MAX_UPLOAD_BYTES; nothing was written."
+                        ),
                     },
                 },
                 "get": {
@@ -158,7 +160,9 @@ def openapi_document() -> dict[str, Any]:
                         "200": {
                             "description": "Status.",
                             "content": {
-                                "application/json": {"schema": {"$ref": "#/components/schemas/DocumentStatus"}}
+                                "application/json": {
+                                    "schema": {"$ref": "#/components/schemas/DocumentStatus"}
+                                }
                             },
                         },
                         **_COMMON_ERRORS,

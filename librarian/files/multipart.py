@@ -165,4 +165,6 @@ async def read_file_field(
     if collector.found is None:
         raise MalformedUploadError(f"the form has no '{field}' file field")
     found = collector.found
-    return UploadedFile(filename=found.filename or "", content_type=found.content_type, data=b"".join(collector.chunks))
+    return UploadedFile(
+        filename=found.filename or "", content_type=found.content_type, data=b"".join(collector.chunks)
+    )

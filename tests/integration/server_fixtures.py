@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +125,9 @@ class DevServer:
         with httpx.Client(timeout=2.0) as http:
             while time.monotonic() < deadline:
                 if self.process.poll() is not None:
-                    raise RuntimeError(f"langgraph dev exited with {self.process.returncode}:\n{self.log_tail()}")
+                    raise RuntimeError(
+                        f"langgraph dev exited with {self.process.returncode}:\n{self.log_tail()}"
+                    )
                 try:
                     if http.get(f"{self.url}/ok").status_code == 200:
                         return
@@ -170,10 +172,8 @@ class DevServer:
 
 def _pause_until_next_poll(process: subprocess.Popen[bytes], interval_s: float = 0.1) -> None:
     """Wait a poll interval, returning early if the server process exits meanwhile."""
-    try:
+    with suppress(subprocess.TimeoutExpired):
         process.wait(timeout=interval_s)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 @contextmanager
@@ -193,7 +193,9 @@ def running_server(
 # --- tokens and calls ------------------------------------------------------------------------------
 
 
-def token(user: str, org: str, *, orgs: list[str] | None = None, role: str = "member", ttl_s: int = 3600) -> str:
+def token(
+    user: str, org: str, *, orgs: list[str] | None = None, role: str = "member", ttl_s: int = 3600
+) -> str:
     return mint_token(SECRET, user, org, orgs=orgs, role=role, ttl_s=ttl_s)
 
 
@@ -206,9 +208,16 @@ def random_secret() -> str:
 
 
 def upload(
-    http: httpx.Client, org: str, tok: str, name: str, data: bytes, content_type: str = "application/octet-stream"
+    http: httpx.Client,
+    org: str,
+    tok: str,
+    name: str,
+    data: bytes,
+    content_type: str = "application/octet-stream",
 ) -> httpx.Response:
-    return http.post(f"/orgs/{org}/documents", files={"file": (name, data, content_type)}, headers=bearer(tok))
+    return http.post(
+        f"/orgs/{org}/documents", files={"file": (name, data, content_type)}, headers=bearer(tok)
+    )
 
 
 def wait_for_status(
@@ -233,3 +242,70 @@ def wait_for_status(
                 return last
         time.sleep(0.25)
     raise TimeoutError(f"{path} did not reach {done} in {deadline_s}s; last status: {last}")
+
+
+# --- a two-organization world ----------------------------------------------------------------------
+
+DOCS = REPO_DIR.parent / "shared" / "data" / "docs"
+ORG_A, ORG_B = "acme", "globex"
+A_CANARY = "ALPHA-CANARY-93731"
+B_CANARY = "BETA-CANARY-11873"
+A_SECRET_DOC = (
+    "# Project Bluebird\n\n"
+    f"The launch code of Project Bluebird is {A_CANARY}. Only Acme knows that the Bluebird launch "
+    "happens at dawn from pier seven, and that the budget of Project Bluebird is four million.\n\n"
+    "## Bluebird crew\n\nThe Bluebird crew is led by captain Ada Quill, who reports to the Acme board.\n"
+).encode()
+B_NOTES_DOC = (
+    "# Globex notes on Project Bluebird\n\n"
+    f"Globex's own Project Bluebird is a garden bird census; its reference is {B_CANARY}. The census "
+    "counts bluebirds in the park every spring.\n\n"
+    "## Census volunteers\n\nVolunteers meet at the park gate at eight in the morning with binoculars.\n"
+).encode()
+A_FILES = {
+    "concepts_chunking.md": DOCS / "md" / "docling-docs" / "concepts_chunking.md",
+    "word_sample.docx": DOCS / "docx" / "word_sample.docx",
+    "multi_page.pdf": DOCS / "pdf" / "docling" / "multi_page.pdf",
+}
+A_PATHS = {f"docs/{name}" for name in [*A_FILES, "alpha-secret.md"]}
+LEGAL_QUESTION = "Which word processing software was popular among legal professionals?"
+
+
+def seed_org_a(http: httpx.Client) -> dict[str, dict[str, Any]]:
+    """Upload Acme's documents (three real ones and the canary) over HTTP and wait until indexed."""
+    tok = token("alice", ORG_A)
+    uploads = [(name, path.read_bytes()) for name, path in A_FILES.items()]
+    uploads.append(("alpha-secret.md", A_SECRET_DOC))
+    accepted = {}
+    for name, data in uploads:
+        response = upload(http, ORG_A, tok, name, data)
+        assert response.status_code == 202, response.text
+        accepted[response.json()["path"]] = response.json()
+    return {path: wait_for_status(http, ORG_A, tok, path) | accepted[path] for path in accepted}
+
+
+def seed_org_b(http: httpx.Client) -> dict[str, Any]:
+    tok = token("bob", ORG_B)
+    response = upload(http, ORG_B, tok, "beta-notes.md", B_NOTES_DOC)
+    assert response.status_code == 202, response.text
+    return wait_for_status(http, ORG_B, tok, response.json()["path"])
+
+
+def ask(url: str, tok: str, question: str, **run_kwargs: Any) -> dict[str, Any]:
+    """One agent turn through the Platform API as the token's user: the final thread state."""
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=url, headers=bearer(tok), timeout=120)
+    thread = client.threads.create()
+    return client.runs.wait(
+        thread["thread_id"],
+        "agent",
+        input={"messages": [{"role": "user", "content": question}]},
+        raise_error=False,
+        **run_kwargs,
+    )
+
+
+def answer_text(state: dict[str, Any]) -> str:
+    messages = state.get("messages") or []
+    return str(messages[-1]["content"]) if messages else ""

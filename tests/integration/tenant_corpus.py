@@ -84,9 +84,9 @@ def build_corpus(stack: Stack) -> Stack:
     return stack
 
 
-def tool_graph(tool: BaseTool) -> Any:
+def tool_graph(tool: BaseTool, context_schema: type = LibrarianContext) -> Any:
     """The tool behind LangGraph's own ToolNode, as the agent runs it (injection, errors, state)."""
-    builder = StateGraph(LibrarianAgentState, context_schema=LibrarianContext)
+    builder = StateGraph(LibrarianAgentState, context_schema=context_schema)
     builder.add_node("tools", ToolNode([tool]))
     builder.add_edge(START, "tools")
     builder.add_edge("tools", END)
@@ -100,11 +100,12 @@ def call_tool(
     context: dict[str, Any] | None = None,
     config: dict[str, Any] | None = None,
     state: dict[str, Any] | None = None,
+    context_schema: type = LibrarianContext,
 ) -> tuple[ToolMessage, dict[str, Any]]:
     """One model tool call, exactly as a model would send it (extra keys included)."""
     call = AIMessage(content="", tool_calls=[{"name": tool.name, "args": args, "id": "call-1"}])
     start = {**(state or {}), "messages": [*(state or {}).get("messages", []), call]}
-    out = tool_graph(tool).invoke(start, config=config, context=context)
+    out = tool_graph(tool, context_schema).invoke(start, config=config, context=context)
     message = out["messages"][-1]
     assert isinstance(message, ToolMessage)
     return message, out

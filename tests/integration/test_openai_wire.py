@@ -14,7 +14,6 @@ from tests.wire.openai_server import TEST_API_KEY as OPENAI_API_KEY
 from tests.wire.openai_server import OpenAIWireServer, TextReply, ToolCallReply, expected_embedding
 
 
-
 def embedder(server: OpenAIWireServer, model: str = "text-embedding-3-small", dimension: int = 32, **kw):
     return OpenAIDenseEmbedder(OPENAI_API_KEY, model, dimension, base_url=server.base_url, **kw)
 

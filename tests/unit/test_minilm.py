@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from librarian.embeddings.minilm import MAX_TOKENS, MiniLMEmbedder, load_tokenizer, mean_pool_normalise
+from librarian.embeddings.minilm import MAX_TOKENS, MiniLMEmbedder, load_tokenizer
 
 SENTENCES = [
     "The cat sits on the mat.",
@@ -66,11 +66,14 @@ def reference_embeddings(texts: list[str]) -> np.ndarray:
             scores = np.exp(scores - scores.max(-1, keepdims=True))
             scores /= scores.sum(-1, keepdims=True)
             context = (scores @ v).transpose(1, 0, 2).reshape(n, heads * size)
-            x = layer_norm(x + dense(context, f"{p}.attention.output.dense"), f"{p}.attention.output.LayerNorm")
+            x = layer_norm(
+                x + dense(context, f"{p}.attention.output.dense"), f"{p}.attention.output.LayerNorm"
+            )
             h = dense(x, f"{p}.intermediate.dense")
             h = 0.5 * h * (1.0 + erf(h / math.sqrt(2.0)))
             x = layer_norm(x + dense(h, f"{p}.output.dense"), f"{p}.output.LayerNorm")
-        out.append(mean_pool_normalise(x[None], np.ones((1, n)))[0])
+        pooled = x.mean(axis=0)  # one unpadded text: every token is real
+        out.append(pooled / np.linalg.norm(pooled))
     return np.stack(out)
 
 
