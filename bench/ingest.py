@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -98,13 +99,39 @@ def run(label: str, files: list[tuple[str, bytes]], workers: int) -> None:
         )
 
 
+def build_big_pdf(source: Path, pages: int, dest: Path) -> None:
+    """A `pages`-page PDF made by repeating a real one (same layout, headers and tables)."""
+    import pypdfium2 as pdfium
+
+    src = pdfium.PdfDocument(str(source))
+    out = pdfium.PdfDocument.new()
+    while len(out) < pages:
+        take = min(len(src), pages - len(out))
+        out.import_pages(src, pages=list(range(take)), index=len(out))
+    out.save(str(dest))
+
+
+def big_pdf_rss(pages: int, source: Path) -> None:
+    """Ingest one big PDF in a fresh process, so its peak RSS is the PDF's alone."""
+    with tempfile.TemporaryDirectory() as tmp:
+        pdf = Path(tmp) / f"big-{pages}.pdf"
+        build_big_pdf(source, pages, pdf)
+        subprocess.run([sys.executable, __file__, "--only-file", str(pdf)], check=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", nargs="?", default=str(REPO.parent / "shared" / "data" / "docs"))
     parser.add_argument("--scifact", default=str(REPO.parent / "shared" / "data" / "scifact-dev"))
     parser.add_argument("--limit", type=int, default=1000, help="SciFact abstracts to ingest")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--big-pdf", type=int, default=0, help="also ingest an N-page PDF in a fresh process")
+    parser.add_argument("--only-file", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.only_file:
+        file = Path(args.only_file)
+        run(f"single file {file.name}", [(file.name, file.read_bytes())], 1)
+        return
     run(f"folder {args.folder}", folder_files(Path(args.folder)), args.workers)
     if args.limit and Path(args.scifact).is_dir():
         run(
@@ -112,6 +139,8 @@ def main() -> None:
             scifact_files(Path(args.scifact), args.limit),
             args.workers,
         )
+    if args.big_pdf:
+        big_pdf_rss(args.big_pdf, Path(args.folder) / "pdf" / "fhs-3.0.pdf")
 
 
 if __name__ == "__main__":

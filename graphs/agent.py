@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain.agents import create_agent
+from langchain.agents.middleware import before_model
 from langchain_core.language_models import BaseChatModel
 
 from graphs.agent_state import LibrarianAgentState
@@ -17,7 +18,7 @@ from graphs.context import LibrarianContext
 from graphs.extractive import build_extractive_agent
 from librarian.settings import Settings
 from librarian.stack import Stack, get_stack
-from tools.search import make_search_tool
+from tools.search import make_search_tool, renumber_search_results
 
 SYSTEM_PROMPT = """You answer questions from this organization's documents.
 
@@ -42,6 +43,13 @@ def chat_model_from_settings(settings: Settings) -> BaseChatModel | None:
     return init_chat_model(settings.chat_model, **kwargs)
 
 
+@before_model(state_schema=LibrarianAgentState, name="renumber_citations")
+def renumber_citations(state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
+    """Give parallel searches' excerpts their final `[n]` before the model cites them."""
+    fixed = renumber_search_results(state.get("messages", []), state.get("sources") or [])
+    return {"messages": fixed} if fixed else None
+
+
 def build_agent(
     stack: Callable[[], Stack] = get_stack, model: BaseChatModel | None = None, checkpointer: Any = None
 ):
@@ -54,6 +62,7 @@ def build_agent(
         system_prompt=SYSTEM_PROMPT,
         state_schema=LibrarianAgentState,
         context_schema=LibrarianContext,
+        middleware=[renumber_citations],
         checkpointer=checkpointer,
         name="agent",
     )

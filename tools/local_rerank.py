@@ -210,7 +210,7 @@ def combine(features: np.ndarray, weights: np.ndarray) -> np.ndarray:
     weights = weights.astype(np.float64).copy()
     weights[FEATURES.index("fused")] += weights[absent].sum()
     weights[absent] = 0.0
-    return normalised @ weights
+    return np.clip(normalised @ weights, 0.0, 1.0)  # float sums may land a hair outside
 
 
 class LocalReranker:

@@ -67,7 +67,8 @@ def _bbox(metadata: dict[str, Any]) -> dict[str, float] | None:
     return None
 
 
-def to_source(item: Reranked) -> Source:
+def to_source(item: Reranked, reranked: bool) -> Source:
+    """Flatten a ranked match into what clients render: text, location on the page, scores."""
     m = item.match
     meta = m.metadata
     return Source(
@@ -83,8 +84,7 @@ def to_source(item: Reranked) -> Source:
             dense=m.dense_score,
             sparse=m.sparse_score,
             fused=float(m.score),
-            # None when nothing reranked (no reranker, NoReranker): the fused score is not a rerank score.
-            rerank=item.details.get("rerank"),
+            rerank=float(item.score) if reranked else None,
         ),
     )
 
@@ -137,5 +137,5 @@ def search(
         ranked = reranker.rerank(query, matches, options.top_k)
         floor = reranker.floor if options.floor is None else options.floor
     kept = [r for r in ranked if floor is None or r.score >= floor][: options.top_k]
-    sources = [to_source(r) for r in kept]
+    sources = [to_source(r, reranker is not None) for r in kept]
     return SearchResult(relevantContext=format_context(sources), sources=sources)

@@ -35,7 +35,10 @@ class SearchDocumentsArgs(BaseModel):
     """Model-visible arguments. Extra keys a model invents (namespace, org, filter...) are dropped."""
 
     query: str = Field(description="What to look for, in natural language or exact terms.")
-    top_k: int = Field(default=8, ge=1, le=20, description="How many excerpts to return (1-20).")
+    # None, not 8: an omitted top_k means the server's LIBRARIAN_TOP_K, not a number fixed here.
+    top_k: int | None = Field(
+        default=None, ge=1, le=20, description="How many excerpts to return (1-20); omit for the default."
+    )
 
 
 def merge_sources(existing: list[Source] | None, new: list[Source] | None) -> list[Source]:
@@ -68,6 +71,31 @@ def render(numbered: list[tuple[int, Source]]) -> str:
     return "\n\n".join(f"[{n}] {s['filename']}, page {s['page']}:\n{s['text']}" for n, s in numbered)
 
 
+def renumber_search_results(messages: list[Any], sources: list[Source]) -> list[ToolMessage]:
+    """The trailing search results re-rendered with their numbers in `sources`, where they differ.
+
+    Each call numbers its excerpts from the state it was given, so calls the model makes in
+    parallel all start after the same number and would give different excerpts the same `[n]`.
+    Once their sources are merged (in call order), the final numbering is known; the agent runs
+    this before the model reads the results (`graphs.agent`).
+    """
+    numbers = {s["id"]: n for n, s in enumerate(sources, start=1)}
+    fixed: list[ToolMessage] = []
+    for message in reversed(messages):
+        if not isinstance(message, ToolMessage):
+            break
+        artifact = message.artifact
+        if message.name != "search_documents" or not isinstance(artifact, dict):
+            continue
+        found = artifact.get("sources") or []
+        if not all(s["id"] in numbers for s in found):
+            continue  # not merged yet: nothing reliable to renumber against
+        content = render([(numbers[s["id"]], s) for s in found])
+        if content != message.content:
+            fixed.append(message.model_copy(update={"content": content}))
+    return fixed[::-1]
+
+
 def make_search_tool(
     stack: Callable[[], Stack] = get_stack,
     reranker: Callable[[Stack], Reranker | None] | None = None,
@@ -82,7 +110,7 @@ def make_search_tool(
         return make_reranker(current)
 
     @tool("search_documents", args_schema=SearchDocumentsArgs, description=DESCRIPTION)
-    def search_documents(query: str, runtime: ToolRuntime, top_k: int = 8) -> Command:
+    def search_documents(query: str, runtime: ToolRuntime, top_k: int | None = None) -> Command:
         organization_id = resolve_organization(runtime.config, runtime.context)
         current = stack()
         options = SearchOptions.from_settings(current, top_k=top_k)

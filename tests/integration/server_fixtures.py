@@ -78,8 +78,11 @@ def server_env(data_dir: Path, extra: Mapping[str, str] | None = None) -> dict[s
 class DevServer:
     """One `langgraph dev` process; `url` is set once it answers `/ok`."""
 
-    def __init__(self, workdir: Path, env: Mapping[str, str], jobs: int = 4) -> None:
+    def __init__(
+        self, workdir: Path, env: Mapping[str, str], jobs: int = 4, config: str = "langgraph.json"
+    ) -> None:
         self.workdir = workdir
+        self.config = REPO_DIR / config
         self.env = dict(env)
         self.jobs = jobs
         self.port = free_port()
@@ -94,7 +97,7 @@ class DevServer:
             str(langgraph),
             "dev",
             "--config",
-            str(config_for(self.workdir)),
+            str(config_for(self.workdir, self.config)),
             "--host",
             "127.0.0.1",
             "--port",

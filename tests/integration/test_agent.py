@@ -127,6 +127,27 @@ def test_citation_numbers_stay_consistent_across_several_searches(corpus, openai
     assert "parking.txt" in second_search_files
 
 
+def test_parallel_searches_get_distinct_numbers_before_the_model_reads_them(corpus, openai_server):
+    openai_server.chat_script += [
+        [
+            ToolCallReply("search_documents", {"query": QUESTION, "top_k": 2}),
+            ToolCallReply("search_documents", {"query": "Where do visitors park?", "top_k": 2}),
+        ],
+        TextReply("Visitors park in the north garage [3]."),
+    ]
+    state = ask(chat_agent(corpus, openai_server), "Refunds and parking?", ACME)
+    sources = state["sources"]
+    shown = "\n\n".join(
+        m["content"] for m in openai_server.chat_requests[1]["messages"] if m["role"] == "tool"
+    )
+    headers = list(EXCERPT_HEADER.finditer(shown))
+    assert len(headers) >= 3
+    assert len({h["n"] for h in headers}) == len({h["filename"] for h in headers})  # one number per excerpt
+    for header in headers:
+        assert sources[int(header["n"]) - 1]["filename"] == header["filename"]
+    assert "parking.txt" in {h["filename"] for h in headers}
+
+
 def test_chat_agent_without_an_organization_refuses_to_search(corpus, openai_server):
     openai_server.chat_script += [ToolCallReply("search_documents", {"query": QUESTION, "namespace": ACME})]
     with pytest.raises(TenantError, match="no default namespace"):

@@ -54,7 +54,7 @@ def test_the_model_sees_query_and_top_k_only(tool):
     parameters = convert_to_openai_tool(tool)["function"]["parameters"]
     assert set(parameters["properties"]) == {"query", "top_k"}
     assert parameters["required"] == ["query"]
-    assert parameters["properties"]["top_k"]["maximum"] == 20
+    assert {"type": "integer", "minimum": 1, "maximum": 20} in parameters["properties"]["top_k"]["anyOf"]
     assert not any(word in json.dumps(parameters).lower() for word in ("namespace", "organization", "org_"))
 
 
@@ -129,6 +129,15 @@ def test_sources_carry_location_and_score_breakdown(tool, corpus):
     assert [s["score"] for s in sources] == sorted((s["score"] for s in sources), reverse=True)
 
 
+def test_an_omitted_top_k_is_the_servers_default(corpus):
+    with pytest.MonkeyPatch.context() as mp:
+        settings = clean_settings(corpus.settings.data_dir, mp, top_k=2, reranker="none")
+    server_default = Stack(settings)
+    tool = make_search_tool(lambda: server_default)
+    assert len(_search(tool, {"query": QUESTION}, ACME)[1]["sources"]) == 2
+    assert len(_search(tool, {"query": QUESTION, "top_k": 3}, ACME)[1]["sources"]) == 3
+
+
 def test_no_documents_means_empty_sources_and_context_not_an_error(tool):
     message, state = _search(tool, {"query": QUESTION}, EMPTY_ORG)
     assert state.get("sources", []) == []
@@ -152,7 +161,8 @@ def test_a_stack_with_another_dense_model_cannot_search_the_index(corpus, openai
             openai_api_key="sk-test",
             openai_base_url=openai_server.base_url,
         )
-    tool = make_search_tool(lambda: Stack(settings))
+    other = Stack(settings)
+    tool = make_search_tool(lambda: other)
     with pytest.raises(ContractMismatchError, match=r"all-MiniLM-L6-v2.*text-embedding-3-small"):
         _search(tool, {"query": QUESTION}, ACME)
     assert openai_server.requests_to("/embeddings") == []  # refused before paying for an embedding

@@ -350,3 +350,75 @@ def test_readers_cannot_upload_or_delete(http, seeded):
         == 403
     )
     assert http.get(f"/orgs/{ORG_A}/documents", headers=bearer(reader)).status_code == 200
+
+
+# --- property-style fuzz over the documented routes ---------------------------------------------
+# schemathesis 4 needs a jsonschema-rs that langgraph-api refuses, and schemathesis 3 would downgrade
+# pytest and Starlette, so the OpenAPI contract is fuzzed with hypothesis directly.
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+FUZZ_ORG = "fuzzorg"
+_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
+_orgs = st.one_of(st.sampled_from([FUZZ_ORG, ORG_A, "", ".", "..", "FUZZORG"]), _text)
+_paths = st.one_of(
+    st.builds(lambda n: f"docs/{n}", _text), _text, st.sampled_from(["docs/", "docs/..", "docs/%2e%2e%2f"])
+)
+_content_types = st.one_of(
+    st.sampled_from(["multipart/form-data; boundary=zz", "multipart/form-data", "text/plain", ""]),
+    st.builds(
+        lambda b: f"multipart/form-data; boundary={b}",
+        st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), max_size=80),
+    ),
+)
+
+
+def _safe_url_part(text: str) -> str:
+    from urllib.parse import quote
+
+    return quote(text, safe="/")
+
+
+def _assert_error_shape(response: httpx.Response) -> None:
+    assert response.status_code < 500, response.text
+    # A client may normalise `..` segments away, and then the request is not for our routes.
+    if response.status_code >= 400 and response.request.url.path.startswith("/orgs/"):
+        error = response.json()["error"]
+        assert set(error) == {"code", "message"} and "Traceback" not in error["message"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(method=st.sampled_from(["GET", "DELETE"]), org=_orgs, path=_paths)
+def test_fuzz_document_routes_never_fail(http, method, org, path):
+    tok = token("fuzz", FUZZ_ORG)
+    url = f"/orgs/{_safe_url_part(org)}/documents/{_safe_url_part(path)}"
+    _assert_error_shape(http.request(method, url, headers=bearer(tok)))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    org=_orgs,
+    content_type=_content_types,
+    name=_text,
+    field=st.sampled_from(["file", "other", ""]),
+    data=st.binary(max_size=2048),
+    framing=st.sampled_from(["well-formed", "truncated", "raw"]),
+)
+def test_fuzz_uploads_never_fail(http, org, content_type, name, field, data, framing):
+    tok = token("fuzz", FUZZ_ORG)
+    safe_name = name.replace('"', "").replace("\r", "").replace("\n", "")
+    head = f'--zz\r\nContent-Disposition: form-data; name="{field}"; filename="{safe_name}"\r\n\r\n'.encode()
+    body = {
+        "well-formed": head + data + b"\r\n--zz--\r\n",
+        "truncated": head + data,
+        "raw": data,
+    }[framing]
+    response = http.post(
+        f"/orgs/{_safe_url_part(org)}/documents",
+        content=body,
+        headers={**bearer(tok), "Content-Type": content_type},
+    )
+    _assert_error_shape(response)
+    if response.status_code == 202:
+        assert response.json()["path"].startswith("docs/")

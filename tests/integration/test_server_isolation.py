@@ -153,22 +153,54 @@ def leaks_in(text: str, *, metadata_check: bool = True) -> list[str]:
     return found
 
 
-def record(category: str, name: str, response: httpx.Response, *, denied: bool = True) -> None:
-    """Count the attempt, note any leak, and check it was refused (when `denied`)."""
+def refused(response: httpx.Response) -> bool:
+    """An error status, or a stream whose only event is a not-found error (how joins refuse)."""
+    if response.status_code >= 400:
+        return True
+    body = response.text
+    return body.startswith("event: error") and "not found" in body.lower() and body.count("event:") == 1
+
+
+def metadata_leaks(response: httpx.Response) -> list[str]:
+    """Resources in a listing whose metadata says they belong to Acme."""
+    try:
+        payload = response.json()
+    except ValueError:
+        return []
+    items = payload if isinstance(payload, list) else [payload]
+    return [
+        f"acme resource {item.get('thread_id') or item.get('assistant_id') or item.get('cron_id')}"
+        for item in items
+        if isinstance(item, dict) and (item.get("metadata") or {}).get("organization_id") == ORG_A
+    ]
+
+
+def record(
+    category: str, name: str, response: httpx.Response, *, denied: bool = True, listing: bool = False
+) -> None:
+    """Count the attempt, note any leak, and check it was refused (when `denied`).
+
+    Listings of Globex's own resources hold Globex's own attack inputs (questions quoting Acme's
+    canary, tool calls naming Acme), so for them only the resources' organization is checked.
+    """
     TALLY[category] += 1
-    leaks = leaks_in(response.text)
+    leaks = metadata_leaks(response) if listing else leaks_in(response.text)
     if leaks:
         LEAKS.append(f"{category}/{name}: {leaks}")
     assert not leaks, f"{category}/{name} leaked {leaks}: {response.text[:300]}"
     if denied:
-        assert response.status_code >= 400, f"{category}/{name} was not refused: {response.status_code}"
+        assert refused(response), (
+            f"{category}/{name} was not refused: {response.status_code} {response.text[:400]!r}"
+        )
         assert response.status_code < 500, f"{category}/{name} failed: {response.text[:300]}"
 
 
 def record_run(category: str, name: str, state: dict[str, Any]) -> None:
     """A Globex agent run: no Acme secret in the answer, no Acme path among the sources."""
     TALLY[category] += 1
-    text = json.dumps(state)
+    # What the server produced: tool results, answers and sources, not the attacker's own words.
+    produced = [m for m in state.get("messages") or [] if m.get("type") in ("tool", "ai")]
+    text = json.dumps([m.get("content") for m in produced]) + json.dumps(state.get("sources") or [])
     leaks = leaks_in(text, metadata_check=False)
     paths = {s.get("path") for s in state.get("sources") or []}
     if paths & A_PATHS:
@@ -239,7 +271,7 @@ def bad_credentials() -> dict[str, dict[str, str]]:
     payload_swapped = ".".join([B.split(".")[0], A.split(".")[1].replace("a", "b", 1), B.split(".")[2]])
     return {
         "none": {},
-        "empty-bearer": {"Authorization": "Bearer "},
+        "empty-bearer": {"Authorization": "Bearer"},
         "basic": {"Authorization": "Basic YWxpY2U6cGFzc3dvcmQ="},
         "garbage": {"Authorization": "Bearer not.a.jwt"},
         "forged": bearer(forged),
@@ -385,11 +417,11 @@ def test_globex_cannot_touch_acme_threads_runs_or_assistants(http, world):
         {"status": "idle"},
     ):
         response = http.post("/threads/search", json=body, headers=bearer(B))
-        record("platform", f"search {body}", response, denied=False)
+        record("platform", f"search {body}", response, denied=False, listing=True)
         assert response.status_code == 200 and not set(t["thread_id"] for t in response.json()) & set(threads)
     for path in ("/assistants/search", "/runs/crons/search"):
         response = http.post(path, json={"metadata": {"organization_id": ORG_A}}, headers=bearer(B))
-        record("platform", f"search {path}", response, denied=False)
+        record("platform", f"search {path}", response, denied=False, listing=True)
         assert response.status_code >= 400 or response.json() == []
     # Acme's resources are intact.
     assert http.get(f"/threads/{chat}/state", headers=bearer(A)).json()["values"]["messages"]
@@ -443,7 +475,12 @@ def test_run_config_and_context_cannot_pick_acme(server, http, world):
         },
     }
     for name, kwargs in tamperings.items():
-        record_run("run-tampering", name, ask(server.url, B, question, **kwargs))
+        try:
+            state = ask(server.url, B, question, **kwargs)
+        except httpx.HTTPStatusError as exc:  # the server refused the combination outright
+            record("run-tampering", name, exc.response)
+            continue
+        record_run("run-tampering", name, state)
     assistant = http.post(
         "/assistants",
         json={

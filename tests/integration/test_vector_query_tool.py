@@ -34,7 +34,7 @@ from tests.integration.tenant_corpus import (
 )
 from tests.wire.openai_server import TEST_API_KEY, TextReply
 from tools.rerankers import NoReranker
-from tools.vector_query import VectorStoreRequest, create_vector_query_tool
+from tools.vector_query import TenantFilterError, VectorStoreRequest, create_vector_query_tool
 
 pytest_plugins = ["tests.wire.fixtures"]
 
@@ -201,6 +201,8 @@ def test_the_namespace_cannot_be_overridden_per_run(corpus, overrides):
 def test_unknown_overrides_and_options_are_refused(corpus):
     with pytest.raises(ValueError, match="unknown run override"):
         run_as(ACME, make_tool(corpus), {"query_text": QUESTION}, vector_query={"alpha": 0.1})
+    with pytest.raises(TenantFilterError):
+        run_as(ACME, make_tool(corpus), {"query_text": QUESTION}, vector_query={"filter": {"ns": GLOBEX}})
     with pytest.raises(ValueError, match="unknown option"):
         make_tool(corpus, database_config={"lancedb": {"minimum": 0.5}})
     with pytest.raises(TenantError):
