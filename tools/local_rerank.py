@@ -166,7 +166,9 @@ def minmax(values: np.ndarray) -> np.ndarray:
     """Scale to [0, 1] within the list; a constant column carries no ordering evidence and becomes 0."""
     low, high = float(np.min(values)), float(np.max(values))
     if high - low <= 1e-12:
-        return np.zeros_like(values, dtype=np.float64)
+        # No spread: the signal cannot tell candidates apart, so each is as good as the best.
+        # (Zero here would sink a lone candidate under the floor: a one-chunk library found nothing.)
+        return np.ones_like(values, dtype=np.float64)
     return (values - low) / (high - low)
 
 

@@ -6,7 +6,8 @@ dense and sparse signals mix (alpha) comes from settings: invariant 4.
 
 The tool returns a `Command` that appends its sources to the agent state (`sources`) and numbers
 them globally, so the `[n]` markers of an answer map to `state["sources"][n-1]` across several
-searches in one conversation.
+searches in one conversation. Called outside an agent (`tool.invoke(args, config=...)`, with the
+organization in `configurable`), it returns `{relevantContext, sources}` itself.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from langchain.tools import ToolRuntime
 from langchain_core.messages import ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, tool
 from langgraph.types import Command
 from pydantic import BaseModel, Field
@@ -23,7 +25,7 @@ from pydantic import BaseModel, Field
 from librarian.stack import Stack, get_stack
 from librarian.tenancy import resolve_organization
 from tools.rerank_base import Reranker
-from tools.retrieval import SearchOptions, Source, search
+from tools.retrieval import SearchOptions, SearchResult, Source, search
 
 DESCRIPTION = (
     "Search this organization's uploaded documents for excerpts relevant to a question. "
@@ -110,11 +112,22 @@ def make_search_tool(
         return make_reranker(current)
 
     @tool("search_documents", args_schema=SearchDocumentsArgs, description=DESCRIPTION)
-    def search_documents(query: str, runtime: ToolRuntime, top_k: int | None = None) -> Command:
-        organization_id = resolve_organization(runtime.config, runtime.context)
+    def search_documents(
+        query: str,
+        config: RunnableConfig,
+        top_k: int | None = None,
+        runtime: ToolRuntime = None,  # type: ignore[assignment]  # injected inside agents only
+    ) -> Command | SearchResult:
+        """Inside an agent: a Command that records the sources. Called directly: the result itself."""
+        if runtime is None:  # plain Python: `tool.invoke(args, config={"configurable": {...}})`
+            organization_id = resolve_organization(config)
+        else:
+            organization_id = resolve_organization(runtime.config, runtime.context)
         current = stack()
         options = SearchOptions.from_settings(current, top_k=top_k)
         result = search(current, organization_id, query, options, _reranker(current))
+        if runtime is None:
+            return result
         state: dict[str, Any] = runtime.state if isinstance(runtime.state, dict) else {}
         numbered = number_sources(state.get("sources") or [], result["sources"])
         message = ToolMessage(

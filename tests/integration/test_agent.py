@@ -32,8 +32,6 @@ from tests.integration.tenant_corpus import (
 )
 from tests.wire.openai_server import TEST_API_KEY, OpenAIWireServer, TextReply, ToolCallReply
 
-pytest_plugins = ["tests.wire.fixtures"]
-
 QUOTE = re.compile(r'^- "(?P<sentence>.+)" \[(?P<n>\d+)\]$', re.MULTILINE)
 EXCERPT_HEADER = re.compile(r"^\[(?P<n>\d+)\] (?P<filename>\S+), page (?P<page>\d+):$", re.MULTILINE)
 

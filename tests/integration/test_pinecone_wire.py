@@ -12,7 +12,6 @@ from librarian.index.pinecone import PineconeVectorIndex
 from tests.wire.pinecone_server import TEST_API_KEY as PINECONE_API_KEY
 from tests.wire.pinecone_server import PineconeWireServer
 
-
 INDEX = "document-chunks"
 SPARSE_MODEL = "pinecone-sparse-english-v0"
 CONTRACT = EmbeddingContract(dense_model="toy-dense", dimension=4, sparse_model=SPARSE_MODEL)

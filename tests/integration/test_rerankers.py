@@ -17,8 +17,6 @@ from tools.rerankers import NoReranker, ScorerReranker, WeightedReranker, make_r
 from tools.retrieval import SearchOptions, candidates_for, search
 from tools.scorers import CrossEncoderFolderError, LLMRelevanceScorer, PineconeRerankScorer
 
-pytest_plugins = ["tests.wire.fixtures"]
-
 ORG = "acme"
 BOILING = (
     "Our kitchen handbook covers knives, pans and storage. Cast iron pans need oil after washing. "
@@ -239,3 +237,11 @@ def test_cross_encoder_reranker_names_the_missing_model(stack: Stack, tmp_path: 
     settings = stack.settings.model_copy(update={"reranker": "cross-encoder", "rerank_model_path": tmp_path})
     with pytest.raises(CrossEncoderFolderError, match=r"model\.onnx"):
         make_reranker(Stack(settings))
+
+
+def test_a_lone_candidate_passes_the_local_floor(stack: Stack):
+    """A one-chunk library must still answer: no spread in a signal is not evidence against."""
+    _index(stack, {"handbook.txt": BOILING})
+    result = search(stack, ORG, QUESTION, SearchOptions(top_k=8), LocalReranker(stack.dense))
+    assert [s["filename"] for s in result["sources"]] == ["handbook.txt"]
+    assert result["sources"][0]["score"] >= LocalReranker(stack.dense).floor

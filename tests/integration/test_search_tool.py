@@ -29,8 +29,6 @@ from tests.integration.tenant_corpus import (
 )
 from tools.search import make_search_tool
 
-pytest_plugins = ["tests.wire.fixtures"]
-
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory):
@@ -136,6 +134,17 @@ def test_an_omitted_top_k_is_the_servers_default(corpus):
     tool = make_search_tool(lambda: server_default)
     assert len(_search(tool, {"query": QUESTION}, ACME)[1]["sources"]) == 2
     assert len(_search(tool, {"query": QUESTION, "top_k": 3}, ACME)[1]["sources"]) == 3
+
+
+def test_plain_python_invocation_returns_the_result_for_the_configured_organization(tool):
+    result = tool.invoke(
+        {"query": QUESTION, "namespace": ACME}, config={"configurable": {"organization_id": GLOBEX}}
+    )
+    assert set(result) == {"relevantContext", "sources"}
+    assert all(belongs_to(GLOBEX, s["text"]) for s in result["sources"])
+    assert result["relevantContext"].startswith("[1] refunds.md, page 1:")
+    with pytest.raises(TenantError):
+        tool.invoke({"query": QUESTION, "namespace": ACME})
 
 
 def test_no_documents_means_empty_sources_and_context_not_an_error(tool):

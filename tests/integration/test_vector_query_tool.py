@@ -36,8 +36,6 @@ from tests.wire.openai_server import TEST_API_KEY, TextReply
 from tools.rerankers import NoReranker
 from tools.vector_query import TenantFilterError, VectorStoreRequest, create_vector_query_tool
 
-pytest_plugins = ["tests.wire.fixtures"]
-
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory):
@@ -93,7 +91,14 @@ def test_each_organization_sees_only_its_own_sources(corpus, org):
 
 @pytest.mark.parametrize(
     "smuggled",
-    [{"namespace": GLOBEX}, {"organization_id": GLOBEX}, {"org": GLOBEX}, {"filter": {"org": GLOBEX}}],
+    [
+        {"namespace": GLOBEX},
+        {"organization_id": GLOBEX},
+        {"org": GLOBEX},
+        {"filter": {"org": GLOBEX}},
+        {"config": {"configurable": {"organization_id": GLOBEX}}},
+        {"runtime": {"context": {"organization_id": GLOBEX}}},
+    ],
 )
 def test_arguments_a_model_invents_are_dropped(corpus, smuggled):
     message, _ = call_tool(

@@ -21,8 +21,6 @@ from tools.scorers import (
     parse_relevance,
 )
 
-pytest_plugins = ["tests.wire.fixtures"]
-
 # ------------------------------------------------------------------------------ reply parsing
 
 
