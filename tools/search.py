@@ -119,7 +119,8 @@ def make_search_tool(
         runtime: ToolRuntime = None,  # type: ignore[assignment]  # injected inside agents only
     ) -> Command | SearchResult:
         """Inside an agent: a Command that records the sources. Called directly: the result itself."""
-        if runtime is None:  # plain Python: `tool.invoke(args, config={"configurable": {...}})`
+        if not isinstance(runtime, ToolRuntime):  # plain Python: `tool.invoke(args, config=...)`
+            runtime = None  # whatever a caller passed as `runtime` is not trusted
             organization_id = resolve_organization(config)
         else:
             organization_id = resolve_organization(runtime.config, runtime.context)

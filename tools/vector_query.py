@@ -219,7 +219,8 @@ def create_vector_query_tool(
         filter: dict[str, Any] | str | None = None,
         runtime: ToolRuntime = None,  # type: ignore[assignment]  # injected inside agents only
     ) -> dict[str, Any]:
-        context = getattr(runtime, "context", None)
+        # Only LangGraph's ToolNode makes a ToolRuntime; a `runtime` key in the arguments is not one.
+        context = runtime.context if isinstance(runtime, ToolRuntime) else None
         organization_id = resolve_organization(config, context)
         overrides = run_overrides(config, context)
         settings = apply_overrides(base, overrides)

@@ -145,6 +145,8 @@ def test_plain_python_invocation_returns_the_result_for_the_configured_organizat
     assert result["relevantContext"].startswith("[1] refunds.md, page 1:")
     with pytest.raises(TenantError):
         tool.invoke({"query": QUESTION, "namespace": ACME})
+    with pytest.raises(TenantError):  # a `runtime` argument is not LangGraph's ToolRuntime
+        tool.invoke({"query": QUESTION, "runtime": {"context": {"organization_id": ACME}}})
 
 
 def test_no_documents_means_empty_sources_and_context_not_an_error(tool):
