@@ -18,7 +18,9 @@ from librarian.tenancy import resolve_organization
 @dataclass
 class LibrarianContext:
     organization_id: str | None = None
-    vector_query: dict[str, Any] | None = None  # per-run overrides of the vector query tool (never the namespace)
+    vector_query: dict[str, Any] | None = (
+        None  # per-run overrides of the vector query tool (never the namespace)
+    )
 
 
 def organization_of(config: RunnableConfig | None, runtime: Any = None) -> str:
