@@ -83,6 +83,20 @@ def vector_record(job: UpsertJob, chunk: ChunkRecord, dense: list[float], sparse
     return record
 
 
+def run_reset() -> dict[str, Any]:
+    """Per-run fields every run starts from; `indexedCount` too, since reducers add across runs."""
+    return {
+        "indexedCount": Overwrite(0),
+        "status": "running",
+        "reason": None,
+        "error": None,
+        "chunkCount": 0,
+        "chunks": [],
+        "parseCacheHit": False,
+        "startedAt": now(),
+    }
+
+
 def _stop(status: str, error: str, reason: str) -> dict[str, Any]:
     """State update for a document that will not be indexed (vectors still get deleted)."""
     return {"status": status, "error": error, "reason": reason, "chunks": []}
@@ -102,16 +116,7 @@ class IngestNodes:
         across runs of the same thread.
         """
         org = organization_of(config, runtime)
-        reset = {
-            "indexedCount": Overwrite(0),
-            "status": "running",
-            "reason": None,
-            "error": None,
-            "chunkCount": 0,
-            "chunks": [],
-            "parseCacheHit": False,
-            "startedAt": now(),
-        }
+        reset = run_reset()
         try:
             path = validate_document_path(state.get("path", ""))
         except InvalidPathError as exc:

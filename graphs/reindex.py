@@ -11,11 +11,11 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import START, StateGraph
-from langgraph.types import Command, Overwrite
+from langgraph.types import Command
 
 from graphs.context import LibrarianContext, organization_of
 from graphs.ingest import add_ingest_nodes
-from graphs.ingest_nodes import IngestNodes, StackSupplier, now
+from graphs.ingest_nodes import IngestNodes, StackSupplier, run_reset
 from graphs.ingest_state import IngestInput, IngestOutput, IngestState
 from librarian.files.paths import filename_of, validate_document_path
 from librarian.parsing.cache import ParseCache, content_hash
@@ -29,16 +29,7 @@ class ReindexNodes(IngestNodes):
         org = organization_of(config, runtime)
         stack = self._stack()
         path = validate_document_path(state["path"])
-        reset = {
-            "indexedCount": Overwrite(0),
-            "status": "running",
-            "reason": None,
-            "error": None,
-            "chunkCount": 0,
-            "chunks": [],
-            "startedAt": now(),
-            "path": path,
-        }
+        reset = {**run_reset(), "path": path}
         filename = state.get("filename") or filename_of(path)
         try:
             data = stack.files.read(org, path)
