@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 
 from librarian.auth import mint_token
+from tests.conftest import DOCS_DIR
 
 REPO_DIR = Path(__file__).resolve().parents[2]
 TAKEN_PORTS = {2024}
@@ -249,7 +250,7 @@ def wait_for_status(
 
 # --- a two-organization world ----------------------------------------------------------------------
 
-DOCS = REPO_DIR.parent / "shared" / "data" / "docs"
+DOCS = DOCS_DIR  # honours LIBRARIAN_SHARED_DIR
 ORG_A, ORG_B = "acme", "globex"
 A_CANARY = "ALPHA-CANARY-93731"
 B_CANARY = "BETA-CANARY-11873"
