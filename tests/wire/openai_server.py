@@ -24,8 +24,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.wire.loopback import LoopbackServer
 
 MODEL_DIMENSIONS = {
     "text-embedding-3-small": 1536,
@@ -85,7 +87,7 @@ class WireError(Exception):
         self.status, self.message, self.type = status, message, type_
 
 
-class OpenAIWireServer:
+class OpenAIWireServer(LoopbackServer):
     """Speaks the OpenAI REST wire format under `/v1` on 127.0.0.1."""
 
     def __init__(self, api_key: str = TEST_API_KEY, default_dimension: int = 8) -> None:
@@ -97,34 +99,7 @@ class OpenAIWireServer:
         self._failures: list[tuple[int, str | None]] = []
         self._ids = itertools.count(1)
         self._lock = threading.RLock()
-        self._httpd: ThreadingHTTPServer | None = None
-
-    # ----- lifecycle
-    def start(self) -> OpenAIWireServer:
-        handler = type("Handler", (_Handler,), {"wire": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-
-    def __enter__(self) -> OpenAIWireServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        """Root URL; the SDK's `base_url` is `server.base_url` (with `/v1`)."""
-        assert self._httpd is not None, "server not started"
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        super().__init__()
 
     @property
     def base_url(self) -> str:
@@ -293,3 +268,6 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silence per-request logging; tests read `requests` instead."""
+
+
+OpenAIWireServer.handler_class = _Handler

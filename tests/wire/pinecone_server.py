@@ -19,9 +19,11 @@ import math
 import re
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from tests.wire.loopback import LoopbackServer
 
 API_VERSION = "2026-07"
 TEST_API_KEY = "pc-test-key"
@@ -242,7 +244,7 @@ def toy_rerank_score(query: str, document: str) -> float:
 # --------------------------------------------------------------------------- the server
 
 
-class PineconeWireServer:
+class PineconeWireServer(LoopbackServer):
     """Speaks Pinecone's REST wire format on 127.0.0.1; start with `start()` or as a context manager."""
 
     def __init__(self, api_key: str = TEST_API_KEY) -> None:
@@ -251,35 +253,7 @@ class PineconeWireServer:
         self.requests: list[RecordedRequest] = []
         self._failures: list[tuple[int, str | None]] = []
         self._lock = threading.RLock()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    # ----- lifecycle
-    def start(self) -> PineconeWireServer:
-        handler = type("Handler", (_Handler,), {"wire": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-
-    def __enter__(self) -> PineconeWireServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        assert self._httpd is not None, "server not started"
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        super().__init__()
 
     # ----- test controls
     def add_index(self, name: str, dimension: int, **kwargs: Any) -> WireIndex:
@@ -608,3 +582,6 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silence per-request logging; tests read `requests` instead."""
+
+
+PineconeWireServer.handler_class = _Handler
