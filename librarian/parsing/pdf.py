@@ -1,25 +1,30 @@
-"""PDF reading with pdfplumber: the text layer (or OCR) and ruled tables per page, as layouts.
+"""PDF reading: the text layer (or OCR) and ruled tables per page, as layouts.
 
-pdfplumber gives exact words with boxes and fonts and a table finder, with no model downloads (Docling
-and unstructured's layout models cannot be fetched offline). Everything pdfplumber or pdfminer raises
-on a damaged file becomes a CorruptFileError here, so no third-party exception reaches the graph.
+Most pages are read through pdfium (`pdfium_page`), several times faster than pdfminer and without
+its per-character Python objects. A page whose drawn lines could form a table, or that has no text
+layer, goes to pdfplumber, whose table finder and page rendering (for OCR) this needs; both paths
+group characters into words with pdfplumber's WordExtractor and the same options, so a page reads the
+same either way. No model downloads (Docling and unstructured's layout models cannot be fetched
+offline). Everything pdfium, pdfplumber or pdfminer raises on a damaged file becomes a
+CorruptFileError here, so no third-party exception reaches the graph.
 """
 
 from __future__ import annotations
 
 import io
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pdfplumber
+import pypdfium2 as pdfium
 from pdfplumber.page import Page
 
 from librarian.errors import CorruptFileError, LibrarianError
 from librarian.parsing import ocr
 from librarian.parsing.blocks import ParsedBlock
 from librarian.parsing.layout import PageLayout, group_lines, to_bbox
+from librarian.parsing.pdfium_page import may_hold_ruled_table, page_words
 from librarian.parsing.tables import table_block
 
 log = logging.getLogger(__name__)
@@ -149,24 +154,64 @@ def _ocr_page(page: Page, layout: PageLayout, use_ocr: bool, result: PdfPages) -
     result.ocr_pages.append(layout.number)
 
 
-def _pages(data: bytes) -> Iterator[Page]:
-    with pdfplumber.open(io.BytesIO(data)) as pdf:
-        yield from pdf.pages
+class _PlumberPages:
+    """pdfplumber's view of the same file, opened only when a page needs it."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._pdf: pdfplumber.PDF | None = None
+
+    def page(self, number: int) -> Page:
+        if self._pdf is None:
+            self._pdf = pdfplumber.open(io.BytesIO(self._data))
+        return self._pdf.pages[number - 1]
+
+    def close(self) -> None:
+        if self._pdf is not None:
+            self._pdf.close()
+
+
+def _read_fast(page: pdfium.PdfPage, number: int) -> PageLayout | None:
+    """The page through pdfium, or None when it needs pdfplumber (a possible table, no text layer)."""
+    if may_hold_ruled_table(page):
+        return None
+    words = page_words(page, _WORD_OPTIONS)
+    if not words:
+        return None
+    left, bottom, right, top = page.get_cropbox()  # the frame page_words measures from, unrotated
+    layout = PageLayout(number=number, width=float(right - left), height=float(top - bottom))
+    layout.lines = group_lines(words)
+    return layout
 
 
 def read_pdf(data: bytes, use_ocr: bool) -> PdfPages:
     """Layouts of every page; OCR (when `use_ocr`) for pages that are images without a text layer."""
     result = PdfPages(pages=[])
+    plumber = _PlumberPages(data)
     try:
-        for number, page in enumerate(_pages(data), start=1):
-            result.pages.append(_read_page(page, number, use_ocr, result))
-            page.close()  # free pdfminer's per-page caches: long PDFs otherwise grow without bound
+        document = pdfium.PdfDocument(data)
+        try:
+            for number in range(1, len(document) + 1):
+                page = document[number - 1]
+                try:
+                    layout = _read_fast(page, number)
+                finally:
+                    page.close()
+                if layout is None:
+                    slow = plumber.page(number)
+                    layout = _read_page(slow, number, use_ocr, result)
+                    slow.close()  # free pdfminer's per-page caches: long PDFs otherwise grow without bound
+                result.pages.append(layout)
+        finally:
+            document.close()
     except LibrarianError:
         raise
-    except Exception as exc:  # pdfminer raises many unrelated types on damaged input
+    except Exception as exc:  # pdfium and pdfminer raise many unrelated types on damaged input
         raise CorruptFileError(
             f"the PDF cannot be read ({_describe(exc)}); is it truncated or damaged?"
         ) from exc
+    finally:
+        plumber.close()
     return result
 
 
