@@ -14,7 +14,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import Command
 
 from graphs.context import LibrarianContext, organization_of
-from graphs.ingest import add_ingest_nodes
+from graphs.ingest import UPSERT_WORKERS, add_ingest_nodes
 from graphs.ingest_nodes import IngestNodes, StackSupplier, run_reset
 from graphs.ingest_state import IngestInput, IngestOutput, IngestState
 from librarian.files.paths import filename_of, validate_document_path
@@ -68,7 +68,9 @@ def build_reindex_graph(stack: StackSupplier = get_stack, checkpointer=None):
     )
     builder.add_edge(START, "load_cached_parse")
     add_ingest_nodes(builder, nodes)
-    return builder.compile(checkpointer=checkpointer, name="reindex")
+    return builder.compile(checkpointer=checkpointer, name="reindex").with_config(
+        max_concurrency=UPSERT_WORKERS
+    )
 
 
 graph = build_reindex_graph()

@@ -158,3 +158,35 @@ def test_parse_cache_hit_on_second_run(service, stack):
     assert calls == []
     snapshot = service.ingest_graph.get_state(service.config(ORG, path))
     assert snapshot.values["parseCacheHit"] is True
+
+
+def test_upsert_fan_out_runs_at_most_upsert_workers_batches_at_once(stack):
+    """Every batch is written, but never more than UPSERT_WORKERS at a time (bounded peak memory)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from graphs.documents import DocumentService
+    from graphs.ingest import UPSERT_WORKERS
+
+    small = stack.__class__(stack.settings.model_copy(update={"upsert_batch_size": 2}))
+    service = DocumentService(small, InMemorySaver())
+    lock, running, most = threading.Lock(), [0], [0]
+    original = small.dense.embed_documents
+
+    def counting(texts):  # count batches in flight around the real embedder, don't fake it
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            return original(texts)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    small.dense.embed_documents = counting
+    body = "\n\n".join(f"## Part {i}\n\n" + f"Sentence {i} about topic {i}. " * 60 for i in range(12))
+    path = service.upload(ORG, "many-batches.md", body.encode())
+    status = service.ingest(ORG, path)
+    assert status.status == "indexed"
+    assert status.chunkCount >= 4 * UPSERT_WORKERS
+    assert len(_ids(small, ORG, path)) == status.chunkCount
+    assert 1 <= most[0] <= UPSERT_WORKERS
