@@ -29,17 +29,21 @@ MAX_RULE_SLANT = 1.0
 class _FontRun:
     """What pdfium reports per text object (font, size, orientation), looked up once per object."""
 
-    __slots__ = ("descent", "fontname", "size", "upright")
+    __slots__ = ("fontname", "size", "upright")
 
-    def __init__(self, fontname: str, size: float, descent: float, upright: bool) -> None:
+    def __init__(self, fontname: str, size: float, upright: bool) -> None:
         self.fontname = fontname
         self.size = size
-        self.descent = descent  # points below the baseline, negative
         self.upright = upright
 
 
-def _font_run(textpage: Any, index: int) -> _FontRun:
+def _font_run(textpage: Any, index: int, names: dict[bytes, str]) -> _FontRun:
+    """`names` caches font names by font handle: a page has a few fonts and thousands of runs."""
     font = pdfium_c.FPDFTextObj_GetFont(pdfium_c.FPDFText_GetTextObject(textpage, index))
+    key = bytes(font)
+    fontname = names.get(key)
+    if fontname is None:
+        fontname = names[key] = _base_font_name(font)
     matrix = pdfium_c.FS_MATRIX()
     pdfium_c.FPDFText_GetMatrix(textpage, index, matrix)
     # pdfminer's char size is the font size times the text space's vertical scale; pdfium reports
@@ -47,10 +51,7 @@ def _font_run(textpage: Any, index: int) -> _FontRun:
     scale = math.hypot(matrix.c, matrix.d) or 1.0
     size = float(pdfium_c.FPDFText_GetFontSize(textpage, index)) * scale
     upright = matrix.a * matrix.d > 0 and abs(matrix.b * matrix.c) < 1e-9
-    descent = ctypes.c_float(0.0)
-    if not font or not pdfium_c.FPDFFont_GetDescent(font, ctypes.c_float(size), descent):
-        descent.value = 0.0
-    return _FontRun(_base_font_name(font), size, min(descent.value, 0.0), upright)
+    return _FontRun(fontname, size, upright)
 
 
 def _base_font_name(font: Any) -> str:
@@ -79,8 +80,8 @@ def page_chars(page: pdfium.PdfPage) -> list[dict[str, Any]]:
         if count <= 0:
             return []
         box = pdfium_c.FS_RECTF()
-        origin_x, origin_y = ctypes.c_double(), ctypes.c_double()
-        runs: dict[int | None, _FontRun] = {}
+        runs: dict[bytes, _FontRun] = {}
+        names: dict[bytes, str] = {}
         seen: set[tuple[str, int, int]] = set()
         chars = []
         for index in range(count):
@@ -92,16 +93,16 @@ def page_chars(page: pdfium.PdfPage) -> list[dict[str, Any]]:
             if code == 0x20 and pdfium_c.FPDFText_IsGenerated(textpage, index):
                 continue
             text = "-" if code == _SOFT_HYPHEN else chr(code)
-            obj = ctypes.cast(pdfium_c.FPDFText_GetTextObject(textpage, index), ctypes.c_void_p).value
+            obj = bytes(pdfium_c.FPDFText_GetTextObject(textpage, index))  # the pointer, hashable
             run = runs.get(obj)
             if run is None:
-                run = runs[obj] = _font_run(textpage, index)
+                run = runs[obj] = _font_run(textpage, index, names)
             pdfium_c.FPDFText_GetLooseCharBox(textpage, index, box)
-            pdfium_c.FPDFText_GetCharOrigin(textpage, index, origin_x, origin_y)
-            # Vertically, pdfminer's box: from the font's descent below the baseline, one font size
-            # tall. pdfium's loose box uses the font's ascent instead, which sits a point or so off
-            # and would move running headers between the position slots furniture detection uses.
-            lower = top - (origin_y.value + run.descent)
+            # Vertically, pdfminer's box: from the font's descent below the baseline (where the
+            # loose box's bottom is too), one font size tall. The loose box's top comes from the
+            # font's ascent instead, a point or so off, which would move running headers between
+            # the position slots furniture detection uses.
+            lower = top - box.bottom
             upper = lower - run.size
             x0, x1 = box.left - left, box.right - left
             key = (text, round(x0), round(upper))
