@@ -100,15 +100,16 @@ def test_ruled_table_precheck(path: Path, number: int, expected: bool) -> None:
 def test_only_possible_table_pages_and_scans_go_to_pdfplumber(monkeypatch: pytest.MonkeyPatch) -> None:
     _need(FHS)
     asked: list[int] = []
-    original = pdf_module._PlumberPages.page
+    original = pdf_module._read_page
 
-    def counting(self: pdf_module._PlumberPages, number: int) -> pdfplumber.page.Page:
+    def counting(page: pdfplumber.page.Page, number: int, *args: object) -> object:
         asked.append(number)
-        return original(self, number)
+        assert page.page_number == number  # pdfplumber opened the very page asked for
+        return original(page, number, *args)
 
-    monkeypatch.setattr(pdf_module._PlumberPages, "page", counting)
+    monkeypatch.setattr(pdf_module, "_read_page", counting)
     result = read_pdf(FHS.read_bytes(), use_ocr=False)
-    assert len(result.pages) == 50
+    assert [p.number for p in result.pages] == list(range(1, 51))
     assert {33, 34} <= set(asked)
     assert len(asked) <= 5
     tables = [p.number for p in result.pages if p.tables]
