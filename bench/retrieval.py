@@ -1,6 +1,7 @@
 """End-to-end retrieval quality on a BEIR folder, through the real ingest graph and the real search path.
 
-    python bench/retrieval.py --data DIR [--split train] [--limit-queries N] [--reuse-index] [--tune]
+    python bench/retrieval.py --data DIR [--split train] [--limit-queries N] [--reuse-index]
+                              [--tune] [--deep N]
 
 Why end to end: the numbers that matter are those of what users run. Each corpus document becomes one
 small text file, uploaded and ingested into a fresh organization by `DocumentService` (parse, chunk,
@@ -228,21 +229,26 @@ def run(stack: Stack, data: Beir, pipe: Pipeline) -> Scores:
     )
 
 
-def weight_grid(step: float) -> np.ndarray:
-    """Every weight vector on a simplex grid (FEATURES order), as a (5 × M) matrix."""
+def weight_grid(step: float, features: int = len(FEATURES)) -> np.ndarray:
+    """Every weight vector on a simplex grid (FEATURES order), as a (features × M) matrix.
+
+    The fused weight takes the remainder, so every column sums to 1.
+    """
     ticks = round(1 / step)
-    rows = [
-        (d, sp, ticks - d - sp - m - p, m, p)
-        for d, sp, m, p in itertools.product(range(ticks + 1), repeat=4)
-        if d + sp + m + p <= ticks
-    ]
+    fused = FEATURES.index("fused")
+    rows = []
+    for free in itertools.product(range(ticks + 1), repeat=features - 1):
+        if sum(free) <= ticks:
+            row = list(free)
+            row.insert(fused, ticks - sum(free))
+            rows.append(row)
     return np.array(rows, dtype=np.float64).T / ticks
 
 
 def tune(stack: Stack, data: Beir, reranker: LocalReranker, step: float = 0.1) -> None:
     """Grid over the local reranker's weights on features computed once per query (settings' candidates).
 
-    Every weight vector is scored at once per query: normalised features (n × 5) @ weights (5 × M),
+    Every weight vector is scored at once per query: normalised features (n × F) @ weights (F × M),
     chunks folded into documents by max, then nDCG@10 per column.
     """
     options = SearchOptions.from_settings(stack)
@@ -296,6 +302,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--limit-queries", type=int, default=None)
     parser.add_argument("--reuse-index", action="store_true", help="keep/reuse the ingested index under /tmp")
     parser.add_argument("--tune", action="store_true", help="grid-search the local reranker's weights")
+    parser.add_argument(
+        "--deep",
+        type=int,
+        default=None,
+        help="candidates given sentence/token signals (default: the reranker's; 0: all)",
+    )
     args = parser.parse_args(argv)
 
     data = load_beir(args.data, args.split, args.limit_queries)
@@ -305,7 +317,8 @@ def main(argv: list[str] | None = None) -> None:
         f"alpha={settings.alpha}, candidates={settings.candidates}"
     )
     with ingested(data, settings, args.reuse_index) as stack:
-        local = LocalReranker(sentence_embedder(stack.dense))
+        deep = {} if args.deep is None else {"deep": args.deep or None}
+        local = LocalReranker(sentence_embedder(stack.dense), **deep)
         if args.tune:
             tune(stack, data, local)
             return

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
@@ -123,18 +123,15 @@ class MiniLMEmbedder:
                     self._session = load_session(self.threads)
         return self._session, self._tokenizer
 
-    def embed_array(self, texts: Sequence[str]) -> np.ndarray:
-        """Embeddings as a float32 array of shape (len(texts), 384), in input order.
+    def _hidden_states(self, texts: Sequence[str]) -> Iterator[tuple[list[int], np.ndarray, np.ndarray]]:
+        """(input rows, last hidden states, attention mask) per batch, every run on the one runner thread.
 
-        Texts are sorted by token length before batching so each batch pads to similar lengths: with mixed
-        chunk sizes this saves much of the attention cost spent on padding.
+        Texts are sorted by token length before batching so each batch pads to similar lengths: with
+        mixed chunk sizes this saves much of the attention cost spent on padding.
         """
-        if not texts:
-            return np.zeros((0, DIMENSION), dtype=np.float32)
         session, tokenizer = self._load()
         encodings = tokenizer.encode_batch(list(texts))
         order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
-        out = np.empty((len(texts), DIMENSION), dtype=np.float32)
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
             width = max(len(encodings[i].ids) for i in batch)
@@ -147,7 +144,32 @@ class MiniLMEmbedder:
             feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
             run = self._runner.submit(session.run, ["last_hidden_state"], feed, _shrinking_run_options())
             (hidden,) = run.result()
-            out[batch] = mean_pool_normalise(hidden, mask)
+            yield batch, hidden, mask
+
+    def embed_array(self, texts: Sequence[str]) -> np.ndarray:
+        """Embeddings as a float32 array of shape (len(texts), 384), in input order."""
+        out = np.empty((len(texts), DIMENSION), dtype=np.float32)
+        if texts:
+            for batch, hidden, mask in self._hidden_states(texts):
+                out[batch] = mean_pool_normalise(hidden, mask)
+        return out
+
+    def embed_tokens(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Unit-length contextual token vectors per text (tokens × 384, float16), [CLS]/[SEP] dropped.
+
+        For late interaction (ColBERT-style) scoring at query time. The special tokens summarise the
+        whole text and would turn token matching back into a text cosine; float16 halves what a cache of
+        them holds and moves cosines by < 1e-3.
+        """
+        out: list[np.ndarray] = [np.zeros((0, DIMENSION), dtype=np.float16) for _ in texts]
+        if not texts:
+            return out
+        for batch, hidden, mask in self._hidden_states(texts):
+            for row, i in enumerate(batch):
+                n = int(mask[row].sum())
+                states = hidden[row, 1 : n - 1] if n > 2 else hidden[row, :n]
+                norms = np.linalg.norm(states, axis=1, keepdims=True)
+                out[i] = (states / np.clip(norms, 1e-12, None)).astype(np.float16)
         return out
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
