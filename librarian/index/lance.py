@@ -197,6 +197,10 @@ class LanceVectorIndex:
             self._delete_where(f"ns = {sql_string(namespace)} AND id IN ({chunk})", namespace)
 
     def _delete_where(self, where: str, namespace: str) -> None:
+        # Every ingest deletes its path's old vectors first, and for a new document there are none:
+        # counting is a read (2 ms) where a delete is a commit (13 ms, more under load), per file.
+        if self._table.count_rows(where) == 0:
+            return
         result = _retry_conflicts(lambda: self._table.delete(where))
         self._after_write(getattr(result, "version", None), namespace)
 

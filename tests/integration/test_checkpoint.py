@@ -73,6 +73,13 @@ def test_sqlite_is_the_default_and_is_durable(settings):
         assert again["items"] == ["input", "first", "second", "more", "first", "second"]
 
 
+def test_sqlite_uses_a_write_ahead_log(settings):
+    """A full sync on every commit made checkpoints most of a small file's ingest overhead."""
+    with sync_checkpointer(settings) as saver:
+        assert saver.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert saver.conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+
+
 def test_sqlite_saver_is_usable_from_several_threads(settings):
     configs = [thread(f"sqlite-mt-{i}") for i in range(6)]
     errors: list[BaseException] = []

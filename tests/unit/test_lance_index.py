@@ -260,6 +260,18 @@ def test_delete_by_ids_and_all(index):
         index.delete(namespace="org2", filter={})
 
 
+def test_deleting_nothing_commits_nothing(index):
+    """Every ingest deletes its path first; for a new document that must not cost a commit."""
+    index.upsert(_records(3), namespace="org1")
+    before = index._table.version
+    index.delete(namespace="org1", filter={"path": "docs/new.pdf"})
+    index.delete(namespace="org1", ids=["docs/new.pdf:0"])
+    assert index._table.version == before
+    index.delete(namespace="org1", filter={"path": "docs/a.pdf"})
+    assert index._table.version > before
+    assert index.list_ids(namespace="org1") == []
+
+
 def test_list_ids_prefix(index):
     index.upsert(_records(3, path="docs/a.pdf") + _records(2, path="docs/a_b.pdf"), namespace="org1")
     assert index.list_ids(namespace="org1", prefix="docs/a.pdf:") == [f"docs/a.pdf:{i}" for i in range(3)]

@@ -9,7 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from librarian.embeddings.minilm import MAX_TOKENS, MiniLMEmbedder, load_tokenizer
+from librarian.embeddings.minilm import (
+    MAX_PADDING_SHARE,
+    MAX_TOKENS,
+    MiniLMEmbedder,
+    load_tokenizer,
+    padding_bounded_batches,
+)
 
 SENTENCES = [
     "The cat sits on the mat.",
@@ -132,3 +138,22 @@ def test_parallel_calls_equal_serial() -> None:
         parallel = list(pool.map(lambda t: fresh.embed_query(t), SENTENCES * 2))
     serial = [fresh.embed_query(t) for t in SENTENCES * 2]
     np.testing.assert_allclose(np.array(parallel), np.array(serial), atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "lengths",
+    [[256, 256, 70], [10] * 20, [5, 200, 12, 256, 13, 11, 180, 190, 255, 40], [], [7]],
+)
+def test_batches_cover_every_text_once_and_bound_padding(lengths: list[int]) -> None:
+    batches = padding_bounded_batches(lengths, batch_size=8)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
+    for batch in batches:
+        assert 1 <= len(batch) <= 8
+        width, real = max(lengths[i] for i in batch), sum(lengths[i] for i in batch)
+        assert len(batch) * width - real <= MAX_PADDING_SHARE * len(batch) * width
+
+
+def test_short_text_is_not_padded_to_a_long_neighbour() -> None:
+    """One file's chunks: two full-length and a short tail, which alone costs a fraction."""
+    assert padding_bounded_batches([256, 70, 256], batch_size=8) == [[1], [0, 2]]
+    assert padding_bounded_batches([30, 32, 31], batch_size=2) == [[0, 2], [1]]
