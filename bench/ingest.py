@@ -18,13 +18,12 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
-from graphs.documents import DocumentService  # noqa: E402
+from graphs.documents import DocumentService, DocumentStatus  # noqa: E402
 from librarian.checkpoint import sync_checkpointer  # noqa: E402
 from librarian.parsing.cache import ParseCache  # noqa: E402
 from librarian.settings import load_settings  # noqa: E402
@@ -61,7 +60,9 @@ def folder_files(folder: Path) -> list[tuple[str, bytes]]:
     ]
 
 
-def ingest_all(service: DocumentService, files: list[tuple[str, bytes]], workers: int) -> list[Any]:
+def ingest_all(
+    service: DocumentService, files: list[tuple[str, bytes]], workers: int
+) -> list[DocumentStatus]:
     """Upload and ingest every file, `workers` documents at a time, as the CLI does."""
     paths = [service.upload(ORG, name, data) for name, data in files]
     with ThreadPoolExecutor(max_workers=workers) as pool:
