@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -106,6 +107,34 @@ def test_duplicate_ids_in_one_batch_last_wins(index):
     second = dict(second, id=first["id"])
     assert index.upsert([first, second], namespace="org1") == 1
     assert index.fetch([first["id"]], namespace="org1")[first["id"]]["metadata"]["chunkIndex"] == 1
+
+
+def test_upsert_of_new_ids_appends_once_across_instances(tmp_path):
+    """New ids are appended rather than merged; writers racing on the same new ids (separate
+    instances, so only the lock on disk orders them) must still leave each id once."""
+    path = tmp_path / "lance"
+    writers = [LanceVectorIndex(path, contract=CONTRACT) for _ in range(4)]
+    records = _records(6)
+    start = threading.Barrier(len(writers))
+    errors: list[BaseException] = []
+
+    def write(index: LanceVectorIndex) -> None:
+        try:
+            start.wait(10)
+            index.upsert(records, namespace="org1")
+        except BaseException as exc:  # surfaced below; a thread's exception is otherwise lost
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in writers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not errors
+    assert writers[0].describe_index_stats().namespaces["org1"].vector_count == len(records)
+    # A retried batch (same ids again) replaces rather than duplicates.
+    writers[1].upsert(records[:3], namespace="org1")
+    assert writers[2].describe_index_stats().namespaces["org1"].vector_count == len(records)
 
 
 @pytest.mark.parametrize(
