@@ -113,7 +113,9 @@ def index_key(data: Beir, settings: Settings) -> str:
     h = hashlib.sha256()
     for doc_id, text in data.corpus.items():
         h.update(doc_id.encode() + b"\0" + text.encode() + b"\0")
-    shaping = (settings.chunk_size, settings.dense_embedder, settings.sparse_embedder, settings.parser)
+    # The parser's cache key carries its output version: a parser change must not reuse old chunks.
+    parser_key = Stack(settings).parser.cache_key
+    shaping = (settings.chunk_size, settings.dense_embedder, settings.sparse_embedder, parser_key)
     h.update(repr(shaping).encode())
     return h.hexdigest()[:16]
 

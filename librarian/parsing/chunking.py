@@ -1,10 +1,11 @@
 """Variable-size chunks on block boundaries, Reducto-style, with the section path in `embed`.
 
-A block is never cut unless it alone exceeds the size (text then splits on sentences, tables on rows
-with the header repeated), because a chunk boundary inside a paragraph or table separates facts from
-the words that give them meaning. A chunk's `embed` starts with the section path in effect where it
-begins, so a chunk about "Requirements" embeds as "Section: /usr > Requirements" and competes on
-the right topic, while `content` stays the text a person should see.
+A block is never cut unless it alone exceeds the size (text then splits on sentences, filling the
+current chunk first; tables on rows with the header repeated), because a chunk boundary inside a
+paragraph or table separates facts from the words that give them meaning. A chunk's `embed` starts
+with the section path in effect where it begins, so a chunk about "Requirements" embeds as
+"Section: /usr > Requirements" and competes on the right topic, while `content` stays the text a
+person should see.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from librarian.parsing.types import Chunk
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？;:])\s+")
 _SEPARATOR = "\n\n"
+# A long text block starts in the current chunk only if at least this share of a chunk is left:
+# a few words split off into a nearly full chunk would be a fragment without its context.
+MIN_FILL = 0.25
 
 
 @dataclass(frozen=True)
@@ -68,25 +72,40 @@ def _sentences(text: str, max_chars: int) -> Iterator[str]:
             yield word_run
 
 
-def _split_block(block: ParsedBlock, max_chars: int) -> list[ParsedBlock]:
+def _whole_sentences(text: str, room: int) -> tuple[str, str]:
+    """The longest run of whole sentences from the start that fits in `room`, and the rest."""
+    sentences = _SENTENCE_END.split(text)
+    taken, size = 0, -1
+    while taken < len(sentences) - 1 and size + 1 + len(sentences[taken]) <= room:
+        size += 1 + len(sentences[taken])
+        taken += 1
+    return " ".join(sentences[:taken]), " ".join(sentences[taken:])
+
+
+def _split_block(block: ParsedBlock, max_chars: int, room: int) -> list[ParsedBlock]:
+    """A block as parts of at most `max_chars`; a text block that must be cut anyway fills the
+    current chunk's `room` first, so a short paragraph before a long one (a title before its
+    abstract) is not left as a chunk on its own."""
     if len(block.content) <= max_chars:
         return [block]
     if block.type == TABLE:
         return split_table(block, max_chars)
-    return [
-        ParsedBlock(type=block.type, content=part, bbox=block.bbox, level=block.level)
-        for part in split_text(block.content, max_chars)
-    ]
+    parts: list[str] = []
+    rest = block.content
+    if room >= max_chars * MIN_FILL:
+        head, rest = _whole_sentences(rest, room)
+        parts = [head] if head else []
+    parts.extend(split_text(rest, max_chars))
+    return [ParsedBlock(type=block.type, content=part, bbox=block.bbox, level=block.level) for part in parts]
 
 
-def _pieces(blocks: Iterable[ParsedBlock], max_chars: int) -> Iterator[_Piece]:
+def _with_trails(blocks: Iterable[ParsedBlock]) -> Iterator[tuple[ParsedBlock, tuple[str, ...]]]:
+    """Each block with the headings in effect before it."""
     trail: list[tuple[int, str]] = []
     for block in blocks:
         if block.is_heading:  # a heading's context is its parents, not the sibling it replaces
             trail = [(level, text) for level, text in trail if level < block.level]
-        context = tuple(text for _, text in trail)
-        for part in _split_block(block, max_chars):
-            yield _Piece(part, context)
+        yield block, tuple(text for _, text in trail)
         if block.is_heading:
             trail.append((block.level, " ".join(block.content.split())))
 
@@ -121,15 +140,18 @@ def chunk_blocks(blocks: Iterable[ParsedBlock], chunk_size: int = 1000) -> list[
     """
     chunks: list[Chunk] = []
     current: list[_Piece] = []
-    for piece in _pieces(blocks, chunk_size):
-        if not piece.block.content.strip():
+    for block, trail in _with_trails(blocks):
+        if not block.content.strip():
             continue
-        heading_break = piece.block.is_heading and _size(current) >= chunk_size // 2
-        too_big = _size([*current, piece]) > chunk_size
-        if current and (heading_break or too_big):
-            body, current = _detach_trailing_headings(current)
-            chunks.append(_to_chunk(body))
-        current.append(piece)
+        room = chunk_size - _size(current) - (len(_SEPARATOR) if current else 0)
+        for part in _split_block(block, chunk_size, room):
+            piece = _Piece(part, trail)
+            heading_break = part.is_heading and _size(current) >= chunk_size // 2
+            too_big = _size([*current, piece]) > chunk_size
+            if current and (heading_break or too_big):
+                body, current = _detach_trailing_headings(current)
+                chunks.append(_to_chunk(body))
+            current.append(piece)
     if current:
         chunks.append(_to_chunk(current))
     return chunks

@@ -11,10 +11,11 @@ import re
 from charset_normalizer import from_bytes
 
 from librarian.errors import CorruptFileError
-from librarian.parsing.blocks import LIST_ITEM, SECTION_HEADER, TEXT, ParsedBlock, whole_page
+from librarian.parsing.blocks import LIST_ITEM, SECTION_HEADER, TEXT, TITLE, ParsedBlock, whole_page
 
 _BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+\S")
 _UNDERLINE = re.compile(r"^(?:=+|-+)\s*$")
+MAX_TITLE_CHARS = 200
 
 
 def decode_text(data: bytes, filename: str) -> str:
@@ -39,12 +40,35 @@ def _is_heading(lines: list[str]) -> bool:
     return len(lines) == 1 and len(letters) >= 3 and len(line) <= 80 and line.isupper()
 
 
+def _is_title(lines: list[str], later_paragraphs: bool) -> bool:
+    """A lone first line before more text: how a title is written in plain text (an abstract's, a
+    note's, a README's). As a Title it names the document in every later chunk's `embed`."""
+    line = lines[0].strip()
+    letters = sum(c.isalpha() for c in line)
+    return (
+        later_paragraphs
+        and len(lines) == 1
+        and letters >= 3
+        and len(line) <= MAX_TITLE_CHARS
+        and not line.endswith((",", ":", ";"))
+        and not _BULLET.match(line)
+    )
+
+
 def text_blocks(text: str) -> list[ParsedBlock]:
     """Blank-line paragraphs; lines starting with a bullet become their own list items."""
     blocks: list[ParsedBlock] = []
-    for paragraph in re.split(r"\n\s*\n", text.replace("\r\n", "\n").replace("\r", "\n")):
+    paragraphs = re.split(r"\n\s*\n", text.replace("\r\n", "\n").replace("\r", "\n"))
+    for number, paragraph in enumerate(paragraphs):
         lines = [line.rstrip() for line in paragraph.strip("\n").split("\n") if line.strip()]
         if not lines:
+            continue
+        if (
+            not blocks
+            and not _is_heading(lines)
+            and _is_title(lines, any(p.strip() for p in paragraphs[number + 1 :]))
+        ):
+            blocks.append(ParsedBlock(type=TITLE, content=lines[0].strip(), bbox=whole_page(), level=0))
             continue
         if _is_heading(lines):
             blocks.append(

@@ -109,3 +109,29 @@ def test_slide_markers_become_pages() -> None:
     )
     assert pages == 2
     assert [(b.content, b.bbox["page"]) for b in blocks] == [("Hello", 1), ("Second slide text", 2)]
+
+
+def test_a_long_paragraph_fills_the_chunk_it_follows() -> None:
+    """A title before a long abstract opens the abstract's first chunk instead of standing alone."""
+    title = "Ducks of the northern lakes."
+    sentences = [f"Sentence {i} says something about ducks and lakes." for i in range(40)]
+    chunks = chunk_blocks([text(title), text(" ".join(sentences))], chunk_size=400)
+    assert chunks[0]["content"].startswith(title + "\n\n" + sentences[0])
+    assert all(len(c["content"]) <= 400 for c in chunks)
+    assert all(c["content"].endswith(".") for c in chunks)  # still cut between sentences only
+    body = " ".join(c["content"] for c in chunks).replace(title + "\n\n", "", 1)
+    assert body == " ".join(sentences)
+
+
+def test_a_nearly_full_chunk_is_not_topped_up_with_a_fragment() -> None:
+    first = "Opening paragraph. " + "word " * 66  # ~350 of 400 characters
+    long = " ".join(f"Sentence {i} is short." for i in range(60))
+    chunks = chunk_blocks([text(first), text(long)], chunk_size=400)
+    assert chunks[0]["content"] == first
+    assert chunks[1]["content"].startswith("Sentence 0 is short.")
+
+
+def test_a_block_that_fits_a_chunk_is_never_cut_to_fill_the_previous_one() -> None:
+    short, medium = "A short opening paragraph.", "Medium. " * 47  # fits a chunk, not both
+    chunks = chunk_blocks([text(short), text(medium.strip())], chunk_size=400)
+    assert [c["content"] for c in chunks] == [short, medium.strip()]

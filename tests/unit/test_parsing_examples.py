@@ -54,7 +54,7 @@ def _need_docs(docs_dir: Path) -> None:
 def test_every_example_file_parses_into_reducto_shaped_chunks(relative: str) -> None:
     result = parsed(relative)
     assert result["chunks"], relative
-    assert result["parser"] == "local/2:chunk=1000:ocr=off"
+    assert result["parser"] == "local/3:chunk=1000:ocr=off"
     assert result["pages"] >= 1
     for chunk in result["chunks"]:
         assert chunk["content"].strip() and chunk["embed"].strip() and chunk["blocks"]
