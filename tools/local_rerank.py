@@ -73,6 +73,9 @@ class LocalWeights:
     +0.016 nDCG@10 over the fused order, so the gain holds out of sample; the grid's neighbours of
     this point all score within 0.001. The chunk cosine gets no weight: it is already inside the fused
     score, and on top of the finer views it added nothing.
+
+    Since parser version 3 (titles open their abstract's first chunk and name the later ones) the same
+    corpus is 10,720 chunks; with these weights unchanged, deep 20: 0.743 against 0.733 fused.
     """
 
     dense: float = 0.0
