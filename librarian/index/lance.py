@@ -16,7 +16,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -86,7 +86,9 @@ class LanceVectorIndex:
         self._cache = SnapshotCache(cache_bytes)
         self._writes = 0
         self._lock = threading.Lock()
+        # Threads of this instance queue on the first; other instances and processes on the second.
         self._upsert_lock = threading.Lock()
+        self._upsert_file_lock = FileLock(self.path / ".upsert.lock")
         # The contract is checked, and for a new index recorded, before the table is opened or
         # created: a mismatch cannot touch the data, and a table never exists without a contract.
         check_contract(read_contract(self.path), contract)
@@ -163,20 +165,14 @@ class LanceVectorIndex:
                 .execute(rows)
             )
 
-        with self._upsert_lock, FileLock(self.path / ".upsert.lock"):
-            if self._count_ids(namespace, rows.column("id").to_pylist()) == 0:
+        ids = rows.column("id").to_pylist()
+        with self._upsert_lock, self._upsert_file_lock:
+            if not any(self._table.count_rows(where) for where in _id_clauses(namespace, ids)):
                 result = _retry_conflicts(lambda: self._table.add(rows))
             else:
                 result = _retry_conflicts(merge)
         self._after_write(getattr(result, "version", None), namespace)
         return rows.num_rows
-
-    def _count_ids(self, namespace: str, ids: list[str]) -> int:
-        total = 0
-        for start in range(0, len(ids), _IDS_PER_STATEMENT):
-            listed = ", ".join(sql_string(i) for i in ids[start : start + _IDS_PER_STATEMENT])
-            total += self._table.count_rows(f"ns = {sql_string(namespace)} AND id IN ({listed})")
-        return total
 
     def delete(
         self,
@@ -210,10 +206,8 @@ class LanceVectorIndex:
     def _delete_ids(self, namespace: str, ids: list[str]) -> None:
         if isinstance(ids, str) or not all(isinstance(i, str) for i in ids):
             raise ValueError("ids must be a list of strings")
-        unique = sorted(set(ids))
-        for start in range(0, len(unique), _IDS_PER_STATEMENT):
-            chunk = ", ".join(sql_string(i) for i in unique[start : start + _IDS_PER_STATEMENT])
-            self._delete_where(f"ns = {sql_string(namespace)} AND id IN ({chunk})", namespace)
+        for where in _id_clauses(namespace, sorted(set(ids))):
+            self._delete_where(where, namespace)
 
     def _delete_where(self, where: str, namespace: str) -> None:
         # Every ingest deletes its path's old vectors first, and for a new document there are none:
@@ -374,6 +368,13 @@ def _top_rows(scores: np.ndarray, top_k: int, candidates: np.ndarray | None) -> 
         pool, pool_scores = pool[part], pool_scores[part]
     order = np.lexsort((pool, -pool_scores))
     return pool[order]
+
+
+def _id_clauses(namespace: str, ids: list[str]) -> Iterator[str]:
+    """WHERE clauses selecting `ids` within the namespace, a bounded number of ids per statement."""
+    for start in range(0, len(ids), _IDS_PER_STATEMENT):
+        listed = ", ".join(sql_string(i) for i in ids[start : start + _IDS_PER_STATEMENT])
+        yield f"ns = {sql_string(namespace)} AND id IN ({listed})"
 
 
 def _is_conflict(exc: BaseException) -> bool:
