@@ -109,8 +109,9 @@ def embedder_pass(stack: Stack, texts: list[str]) -> tuple[float, float]:
     return time.perf_counter() - started, time.process_time() - cpu_started
 
 
-def run(label: str, files: list[tuple[str, bytes]], workers: int) -> float:
-    """A graph pass then an embedder pass on the same chunks, in this process; returns the ratio."""
+def run(label: str, files: list[tuple[str, bytes]], workers: int) -> None:
+    """A graph pass then an embedder pass on the same chunks, in this process; prints the ratio
+    (`rounds` reads it back from a child process's output)."""
     with tempfile.TemporaryDirectory() as tmp:
         stack = Stack(load_settings(data_dir=Path(tmp), ingest_concurrency=workers))
         graph = graph_pass(stack, files, workers)
@@ -127,7 +128,6 @@ def run(label: str, files: list[tuple[str, bytes]], workers: int) -> float:
         f"   peak RSS after the graph run {graph_peak:.0f} MiB (after both {peak_rss_mib():.0f} MiB)",
         flush=True,
     )
-    return graph_rate / embed_rate
 
 
 def rounds(corpus: str, args: argparse.Namespace) -> None:
