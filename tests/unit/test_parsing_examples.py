@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from librarian.errors import NoTextLayerError
-from librarian.parsing.local import LocalParser
+from librarian.parsing.local import VERSION, LocalParser
 from librarian.parsing.media import guess_media_type
 from librarian.parsing.types import ParseResult
 from tests.conftest import DOCS_DIR
@@ -54,7 +54,7 @@ def _need_docs(docs_dir: Path) -> None:
 def test_every_example_file_parses_into_reducto_shaped_chunks(relative: str) -> None:
     result = parsed(relative)
     assert result["chunks"], relative
-    assert result["parser"] == "local/3:chunk=1000:ocr=off"
+    assert result["parser"] == f"local/{VERSION}:chunk=1000:ocr=off"
     assert result["pages"] >= 1
     for chunk in result["chunks"]:
         assert chunk["content"].strip() and chunk["embed"].strip() and chunk["blocks"]
