@@ -1,17 +1,17 @@
-"""The fast path for PDF pages: words and ruling lines read through pdfium.
+"""PDF pages read through pdfium: characters, ruling lines and images, in pdfplumber's shapes.
 
-pdfplumber reads a page by running pdfminer's content-stream interpreter in Python, which cost about
-0.07 s a page here and most of a large PDF's ingest time; it also holds every character as a Python
-layout object. pdfium (already installed as pdfplumber's renderer) reads the same text layer in C. This
-module gives pdfplumber-compatible character dicts for pdfplumber's own `WordExtractor`, so the words
-are grouped by the same rules either way, and a cheap test for ruling lines that could form a table:
-only pages that pass it need pdfplumber's table finder.
+pdfplumber reads a page by running pdfminer's content-stream interpreter in Python: 0.07 s a page of
+prose here, 0.15-0.25 s a page with tables, and most of a PDF's parse time. pdfium (already installed
+as pdfplumber's renderer) reads the same page in C. This module gives pdfplumber-compatible character
+and edge dicts, so that pdfplumber's own `WordExtractor` and table finder still do the grouping, by the
+same rules as before, on what pdfium read.
 """
 
 from __future__ import annotations
 
 import ctypes
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import pypdfium2 as pdfium
@@ -83,13 +83,14 @@ def page_chars(page: pdfium.PdfPage) -> list[dict[str, Any]]:
         runs: dict[bytes, _FontRun] = {}
         names: dict[bytes, str] = {}
         seen: set[tuple[str, int, int]] = set()
+        previous: tuple[bytes, float, float, float] | None = None
         chars = []
         for index in range(count):
             # One call per character: FPDFText_GetText's buffer drifts from the character indices
             # on some files, and it turns line-end hyphens into 0xFFFE.
             code = pdfium_c.FPDFText_GetUnicode(textpage, index)
-            if code in _SKIPPED_CODES or code in (0x0A, 0x0D):
-                continue
+            if code in _SKIPPED_CODES or (code < 0x20 and code != _SOFT_HYPHEN):
+                continue  # line breaks, and raw codes of a font without a Unicode map (pdfminer's "(cid:n)")
             if code == 0x20 and pdfium_c.FPDFText_IsGenerated(textpage, index):
                 continue
             text = "-" if code == _SOFT_HYPHEN else chr(code)
@@ -106,9 +107,11 @@ def page_chars(page: pdfium.PdfPage) -> list[dict[str, Any]]:
             upper = lower - run.size
             x0, x1 = box.left - left, box.right - left
             key = (text, round(x0), round(upper))
-            if key in seen:
-                continue
+            glyph = (obj, box.left, box.right, box.bottom)
+            if key in seen and glyph != previous:
+                continue  # printed twice at one spot; a ligature's letters ("ffi") share one glyph's box
             seen.add(key)
+            previous = glyph
             chars.append(
                 {
                     "text": text,
@@ -127,10 +130,13 @@ def page_chars(page: pdfium.PdfPage) -> list[dict[str, Any]]:
         textpage.close()
 
 
+def words_of(chars: list[dict[str, Any]], options: dict[str, Any]) -> list[dict[str, Any]]:
+    """Upright words from `page_chars`, grouped by pdfplumber's WordExtractor with the caller's options."""
+    return [w for w in WordExtractor(**options).extract_words(chars) if w["upright"]]
+
+
 def page_words(page: pdfium.PdfPage, options: dict[str, Any]) -> list[dict[str, Any]]:
-    """Upright words, grouped by pdfplumber's WordExtractor with the caller's options."""
-    words = WordExtractor(**options).extract_words(page_chars(page))
-    return [w for w in words if w["upright"]]
+    return words_of(page_chars(page), options)
 
 
 def _distinct(values: list[float]) -> int:
@@ -142,39 +148,121 @@ def _distinct(values: list[float]) -> int:
     return count
 
 
-def may_hold_ruled_table(page: pdfium.PdfPage) -> bool:
-    """Whether the page's drawn lines could make a grid of at least two rows or two columns.
+Matrix = tuple[float, float, float, float, float, float]  # a, b, c, d, e, f as in PDF's `cm`
+_IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
 
-    A table the finder can see needs vertical and horizontal rules that cross; one box around a code
-    listing (two of each) makes a single cell, which is not a table. Rectangles and multi-segment
-    paths count by their axis-parallel segments, as pdfplumber counts them.
+
+def _object_matrix(obj: Any, outer: Matrix) -> Matrix:
+    """The object's matrix followed by its enclosing form's: form XObjects nest their own space."""
+    m = pdfium_c.FS_MATRIX()
+    pdfium_c.FPDFPageObj_GetMatrix(obj, m)
+    a, b, c, d, e, f = outer
+    return (
+        a * m.a + c * m.b,
+        b * m.a + d * m.b,
+        a * m.c + c * m.d,
+        b * m.c + d * m.d,
+        a * m.e + c * m.f + e,
+        b * m.e + d * m.f + f,
+    )
+
+
+def _page_objects(page: pdfium.PdfPage) -> Iterator[tuple[Any, Matrix]]:
+    """Every path and image object with its matrix to page space, inside form XObjects too (pdfminer
+    reads those, so a table drawn in a form is still a table)."""
+    stack: list[tuple[Any, int, Matrix]] = [(page, pdfium_c.FPDFPage_CountObjects(page), _IDENTITY)]
+    while stack:
+        owner, count, outer = stack.pop()
+        for index in range(count):
+            if owner is page:
+                obj = pdfium_c.FPDFPage_GetObject(page, index)
+            else:
+                obj = pdfium_c.FPDFFormObj_GetObject(owner, index)
+            kind = pdfium_c.FPDFPageObj_GetType(obj)
+            if kind == pdfium_c.FPDF_PAGEOBJ_FORM:
+                stack.append((obj, pdfium_c.FPDFFormObj_CountObjects(obj), _object_matrix(obj, outer)))
+            elif kind in (pdfium_c.FPDF_PAGEOBJ_PATH, pdfium_c.FPDF_PAGEOBJ_IMAGE):
+                yield obj, outer
+
+
+def has_images(page: pdfium.PdfPage) -> bool:
+    """Whether anything is drawn as an image: a page without text but with images may be a scan."""
+    return any(
+        pdfium_c.FPDFPageObj_GetType(obj) == pdfium_c.FPDF_PAGEOBJ_IMAGE for obj, _ in _page_objects(page)
+    )
+
+
+def _edge(x0: float, y0: float, x1: float, y1: float) -> dict[str, Any] | None:
+    """An axis-parallel segment (top-down coordinates) as the edge dict pdfplumber's table finder reads."""
+    if abs(x0 - x1) <= MAX_RULE_SLANT:
+        x, top, bottom = (x0 + x1) / 2, min(y0, y1), max(y0, y1)
+        return {
+            "object_type": "line",
+            "orientation": "v",
+            "x0": x,
+            "x1": x,
+            "width": 0.0,
+            "top": top,
+            "bottom": bottom,
+            "doctop": top,
+            "height": bottom - top,
+        }
+    if abs(y0 - y1) <= MAX_RULE_SLANT:
+        y, left, right = (y0 + y1) / 2, min(x0, x1), max(x0, x1)
+        return {
+            "object_type": "line",
+            "orientation": "h",
+            "x0": left,
+            "x1": right,
+            "width": right - left,
+            "top": y,
+            "bottom": y,
+            "doctop": y,
+            "height": 0.0,
+        }
+    return None  # a slanted line or a curve: never part of a ruled grid
+
+
+def ruling_edges(page: pdfium.PdfPage) -> list[dict[str, Any]]:
+    """Horizontal and vertical segments of every drawn path, in the page frame `page_chars` uses.
+
+    Rectangles and multi-segment paths count by their sides, as pdfplumber counts them; filled
+    shapes count too (table rows are often shaded boxes rather than stroked rules).
     """
-    xs: list[float] = []
-    ys: list[float] = []
+    left, _, _, top = page.get_cropbox()
     point_x, point_y = ctypes.c_float(), ctypes.c_float()
-    matrix = pdfium_c.FS_MATRIX()
-    for index in range(pdfium_c.FPDFPage_CountObjects(page)):
-        obj = pdfium_c.FPDFPage_GetObject(page, index)
+    edges: list[dict[str, Any]] = []
+    for obj, outer in _page_objects(page):
         if pdfium_c.FPDFPageObj_GetType(obj) != pdfium_c.FPDF_PAGEOBJ_PATH:
             continue
-        pdfium_c.FPDFPageObj_GetMatrix(obj, matrix)
+        a, b, c, d, e, f = _object_matrix(obj, outer)
         start = previous = None
         for seg_index in range(pdfium_c.FPDFPath_CountSegments(obj)):
             segment = pdfium_c.FPDFPath_GetPathSegment(obj, seg_index)
             pdfium_c.FPDFPathSegment_GetPoint(segment, point_x, point_y)
             px, py = point_x.value, point_y.value
-            point = (matrix.a * px + matrix.c * py + matrix.e, matrix.b * px + matrix.d * py + matrix.f)
+            point = (a * px + c * py + e - left, top - (b * px + d * py + f))
             if pdfium_c.FPDFPathSegment_GetType(segment) == pdfium_c.FPDF_SEGMENT_MOVETO or previous is None:
                 start = previous = point
                 continue
-            edges = [(previous, point)]
+            sides = [(previous, point)]
             if pdfium_c.FPDFPathSegment_GetClose(segment) and start is not None:
-                edges.append((point, start))
-            for (x0, y0), (x1, y1) in edges:
-                if abs(x0 - x1) <= MAX_RULE_SLANT and abs(y0 - y1) > MIN_RULE_LENGTH:
-                    xs.append((x0 + x1) / 2)
-                elif abs(y0 - y1) <= MAX_RULE_SLANT and abs(x0 - x1) > MIN_RULE_LENGTH:
-                    ys.append((y0 + y1) / 2)
+                sides.append((point, start))
+            for (x0, y0), (x1, y1) in sides:
+                edge = _edge(x0, y0, x1, y1)
+                if edge is not None:
+                    edges.append(edge)
             previous = point
+    return edges
+
+
+def may_hold_ruled_table(edges: list[dict[str, Any]]) -> bool:
+    """Whether ruling lines could make a grid of at least two rows or two columns.
+
+    A table the finder can see needs vertical and horizontal rules that cross; one box around a code
+    listing (two of each) makes a single cell, which is not a table.
+    """
+    xs = [e["x0"] for e in edges if e["orientation"] == "v" and e["height"] > MIN_RULE_LENGTH]
+    ys = [e["top"] for e in edges if e["orientation"] == "h" and e["width"] > MIN_RULE_LENGTH]
     columns, rows = _distinct(xs), _distinct(ys)
     return columns >= 2 and rows >= 2 and max(columns, rows) >= 3

@@ -1,4 +1,4 @@
-"""The pdfium fast path reads pages as pdfplumber would, and sends only possible-table pages to pdfplumber."""
+"""pdfium reads pages as pdfplumber would: words, boxes, fonts, ruling lines and tables."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import pdfplumber
 import pypdfium2 as pdfium
 import pytest
 
-from librarian.parsing import pdf as pdf_module
 from librarian.parsing.layout import _BOLD_FONT as BOLD
+from librarian.parsing.layout import PageLayout
 from librarian.parsing.pdf import _WORD_OPTIONS, read_pdf
-from librarian.parsing.pdfium_page import may_hold_ruled_table, page_chars, page_words
+from librarian.parsing.pdfium_page import may_hold_ruled_table, page_chars, page_words, ruling_edges
+from librarian.parsing.ruled_tables import RuledPage, ruled_tables
 from tests.conftest import DOCS_DIR
 
 FHS = DOCS_DIR / "pdf" / "fhs-3.0.pdf"
@@ -92,28 +93,79 @@ def test_ruled_table_precheck(path: Path, number: int, expected: bool) -> None:
     _need(path)
     document = pdfium.PdfDocument(path)
     try:
-        assert may_hold_ruled_table(document[number - 1]) is expected
+        assert may_hold_ruled_table(ruling_edges(document[number - 1])) is expected
     finally:
         document.close()
 
 
-def test_only_possible_table_pages_and_scans_go_to_pdfplumber(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pdfminer_never_reads_a_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pdfplumber's own page reading (pdfminer, 3-4x slower) is not needed for any page, tables included."""
     _need(FHS)
-    asked: list[int] = []
-    original = pdf_module._read_page
 
-    def counting(page: pdfplumber.page.Page, number: int, *args: object) -> object:
-        asked.append(number)
-        assert page.page_number == number  # pdfplumber opened the very page asked for
-        return original(page, number, *args)
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("pdfplumber.open was called")
 
-    monkeypatch.setattr(pdf_module, "_read_page", counting)
+    monkeypatch.setattr(pdfplumber, "open", refuse)
     result = read_pdf(FHS.read_bytes(), use_ocr=False)
     assert [p.number for p in result.pages] == list(range(1, 51))
-    assert {33, 34} <= set(asked)
-    assert len(asked) <= 5
-    tables = [p.number for p in result.pages if p.tables]
-    assert tables == [33, 34]
+    assert [p.number for p in result.pages if p.tables] == [33, 34]
+
+
+def _tables_through_pdfplumber(path: Path, number: int) -> list[tuple[tuple[float, ...], list[list[str]]]]:
+    """The tables pdfplumber finds on its own reading of the page (pdfminer's characters and lines)."""
+    with pdfplumber.open(path) as pdf:
+        page = pdf.pages[number - 1]
+        layout = PageLayout(number=number, width=float(page.width), height=float(page.height))
+        plumber = RuledPage(page.bbox, page.chars, page.edges)
+        return [(bbox, block.rows) for bbox, block in ruled_tables(plumber, layout)]
+
+
+@pytest.mark.parametrize(
+    ("path", "number"), [(FHS, 33), (FHS, 34), (TEX_PAPER, 1), (REDBOOK, 8), (REDBOOK, 9)]
+)
+def test_tables_from_pdfium_match_pdfplumbers_own(path: Path, number: int) -> None:
+    """Same table boxes and cells as pdfplumber's reading, give or take a glyph without a Unicode map."""
+    _need(path)
+    document = pdfium.PdfDocument(path)
+    try:
+        page = document[number - 1]
+        left, bottom, right, top = page.get_cropbox()
+        layout = PageLayout(number=number, width=float(right - left), height=float(top - bottom))
+        ours = ruled_tables(
+            RuledPage((0.0, 0.0, layout.width, layout.height), page_chars(page), ruling_edges(page)), layout
+        )
+    finally:
+        document.close()
+    theirs = _tables_through_pdfplumber(path, number)
+    assert ours and len(ours) == len(theirs)
+    for (box, block), (their_box, their_rows) in zip(ours, theirs, strict=True):
+        assert all(abs(a - b) < 1.0 for a, b in zip(box, their_box, strict=True)), (box, their_box)
+        cells = [" ".join((c or "").replace("(cid:2)", "-").split()) for row in block.rows for c in row]
+        their_cells = [" ".join((c or "").replace("(cid:2)", "-").split()) for row in their_rows for c in row]
+        assert difflib.SequenceMatcher(None, cells, their_cells).ratio() > 0.95
+
+
+def test_ligature_letters_are_all_kept() -> None:
+    """A ligature glyph ("ffi") that maps to three letters gives three characters at one spot: not
+    a glyph printed twice, so no letter may be dropped."""
+    _need(TEX_PAPER)
+    document = pdfium.PdfDocument(TEX_PAPER)
+    try:
+        text = "".join(c["text"] for c in page_chars(document[0]))
+    finally:
+        document.close()
+    assert "difficult" in text
+
+
+def test_raw_codes_of_a_font_without_unicode_map_are_not_text() -> None:
+    _need(REDBOOK)
+    document = pdfium.PdfDocument(REDBOOK)
+    try:
+        text = "".join(c["text"] for c in page_chars(document[2]))
+    finally:
+        document.close()
+    assert not any(ord(ch) < 0x20 for ch in text)
+    assert "Highlights" in text  # the page's real text is still there
 
 
 def test_damaged_pdf_is_a_corrupt_file_error() -> None:

@@ -1,0 +1,82 @@
+"""Ruled tables on a PDF page: pdfplumber's table finder run on the characters and edges pdfium read.
+
+The finder only needs a page's characters, edges and box, so `RuledPage` hands it those without a
+pdfplumber `Page`, whose objects come from pdfminer interpreting the whole page in Python again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pdfplumber.table import Table, TableFinder, TableSettings
+from pdfplumber.utils import crop_to_bbox
+
+from librarian.parsing.blocks import ParsedBlock
+from librarian.parsing.layout import PageLayout, to_bbox
+from librarian.parsing.tables import table_block
+
+BBox = tuple[float, float, float, float]  # x0, top, x1, bottom in points
+MIN_GRID_FILL = 0.5  # share of a table's grid that must be real cells (not spans) to count as a table
+
+
+@dataclass
+class RuledPage:
+    """What pdfplumber's TableFinder and Table.extract read of a page: `chars`, `edges`, `bbox`."""
+
+    bbox: BBox
+    chars: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+
+    @property
+    def horizontal_edges(self) -> list[dict[str, Any]]:
+        return [e for e in self.edges if e["orientation"] == "h"]
+
+    def crop(self, bbox: BBox) -> RuledPage:
+        """Objects clipped to `bbox`, as pdfplumber's non-strict `Page.crop` clips them."""
+        return RuledPage(bbox, crop_to_bbox(self.chars, bbox), crop_to_bbox(self.edges, bbox))
+
+    def find_tables(self, settings: dict[str, Any] | None = None) -> list[Table]:
+        return TableFinder(self, TableSettings.resolve(settings)).tables
+
+
+def _widened(page: RuledPage, bbox: BBox) -> BBox:
+    """Stretch a table's box to the horizontal rules that bound it.
+
+    Booktabs-style tables draw full-width rules but inner column lines only, so the finder's grid
+    misses the outer columns; their cells would otherwise leak out as stray text lines.
+    """
+    x0, top, x1, bottom = bbox
+    rules = [e for e in page.horizontal_edges if top - 1 <= e["top"] <= bottom + 1]
+    rules = [e for e in rules if e["x1"] > x0 and e["x0"] < x1]
+    if not rules:
+        return bbox
+    return min(x0, *(e["x0"] for e in rules)), top, max(x1, *(e["x1"] for e in rules)), bottom
+
+
+def _is_grid(rows: list[list[str | None]]) -> bool:
+    """Reject layout boxes the finder mistakes for tables (figures, sidebars, one-column frames)."""
+    if len(rows) < 2 or max((len(r) for r in rows), default=0) < 2:
+        return False
+    cells = [cell for row in rows for cell in row]
+    return sum(cell is not None for cell in cells) / len(cells) >= MIN_GRID_FILL
+
+
+def ruled_tables(page: RuledPage, layout: PageLayout) -> list[tuple[BBox, ParsedBlock]]:
+    """Each table found on the page: its box in points, and its Table block."""
+    found = []
+    for table in page.find_tables():
+        bbox, rows = table.bbox, table.extract()
+        wide = _widened(page, bbox)
+        if wide[0] < bbox[0] - 2 or wide[2] > bbox[2] + 2:
+            region = page.crop((wide[0] - 1, wide[1] - 1, wide[2] + 1, wide[3] + 1))
+            redone = region.find_tables({"explicit_vertical_lines": [wide[0], wide[2]]})
+            if redone:
+                best = max(redone, key=lambda t: (t.bbox[2] - t.bbox[0]) * (t.bbox[3] - t.bbox[1]))
+                bbox, rows = best.bbox, best.extract()
+        if not _is_grid(rows):
+            continue
+        block = table_block(rows, to_bbox(layout, *bbox))
+        if block is not None:
+            found.append((bbox, block))
+    return found
