@@ -54,7 +54,8 @@ def resolve_media_type(data: bytes, filename: str, declared: str | None) -> str:
 
 
 class LocalParser:
-    """pdfplumber for PDFs (OCR via tesseract when present), markitdown for Office/HTML, native text."""
+    """pdfium and pdfplumber for PDFs (OCR via tesseract when present), markitdown for Office files,
+    markdownify for HTML, native text."""
 
     def __init__(self, chunk_size: int = 1000, ocr: Literal["auto", "off"] = "auto") -> None:
         if chunk_size < 100:

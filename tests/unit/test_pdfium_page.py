@@ -176,3 +176,27 @@ def test_damaged_pdf_is_a_corrupt_file_error() -> None:
         read_pdf(FHS.read_bytes()[:5000], use_ocr=False)
     with pytest.raises(CorruptFileError):
         read_pdf(b"%PDF-1.7\n" + io.BytesIO(b"\x00" * 64).read(), use_ocr=False)
+
+
+def test_a_table_drawn_inside_a_form_xobject_is_still_found() -> None:
+    """pdfminer reads into form XObjects, so pdfium's reading must too, in the form's own space."""
+    _need(FHS)
+    source = pdfium.PdfDocument(FHS)
+    target = pdfium.PdfDocument.new()
+    try:
+        width, height = source[32].get_size()
+        form = source.page_as_xobject(32, target).as_pageobject()
+        form.transform(pdfium.PdfMatrix().scale(0.8, 0.8).translate(30, 40))
+        page = target.new_page(width, height)
+        page.insert_obj(form)
+        page.gen_content()
+        buffer = io.BytesIO()
+        target.save(buffer)
+    finally:
+        target.close()
+        source.close()
+    (moved,) = read_pdf(buffer.getvalue(), use_ocr=False).pages
+    original = read_pdf(FHS.read_bytes(), use_ocr=False).pages[32]
+    assert [t.rows for t in moved.tables] == [t.rows for t in original.tables]
+    # In the form's space, scaled by 0.8: the box shrinks with it.
+    assert abs(moved.tables[0].bbox["width"] - 0.8 * original.tables[0].bbox["width"]) < 0.01
