@@ -195,32 +195,26 @@ def has_images(page: pdfium.PdfPage) -> bool:
 def _edge(x0: float, y0: float, x1: float, y1: float) -> dict[str, Any] | None:
     """An axis-parallel segment (top-down coordinates) as the edge dict pdfplumber's table finder reads."""
     if abs(x0 - x1) <= MAX_RULE_SLANT:
-        x, top, bottom = (x0 + x1) / 2, min(y0, y1), max(y0, y1)
-        return {
-            "object_type": "line",
-            "orientation": "v",
-            "x0": x,
-            "x1": x,
-            "width": 0.0,
-            "top": top,
-            "bottom": bottom,
-            "doctop": top,
-            "height": bottom - top,
-        }
+        x = (x0 + x1) / 2
+        return _line("v", x, min(y0, y1), x, max(y0, y1))
     if abs(y0 - y1) <= MAX_RULE_SLANT:
-        y, left, right = (y0 + y1) / 2, min(x0, x1), max(x0, x1)
-        return {
-            "object_type": "line",
-            "orientation": "h",
-            "x0": left,
-            "x1": right,
-            "width": right - left,
-            "top": y,
-            "bottom": y,
-            "doctop": y,
-            "height": 0.0,
-        }
+        y = (y0 + y1) / 2
+        return _line("h", min(x0, x1), y, max(x0, x1), y)
     return None  # a slanted line or a curve: never part of a ruled grid
+
+
+def _line(orientation: str, left: float, top: float, right: float, bottom: float) -> dict[str, Any]:
+    return {
+        "object_type": "line",
+        "orientation": orientation,
+        "x0": left,
+        "x1": right,
+        "top": top,
+        "bottom": bottom,
+        "doctop": top,
+        "width": right - left,
+        "height": bottom - top,
+    }
 
 
 def ruling_edges(page: pdfium.PdfPage) -> list[dict[str, Any]]:

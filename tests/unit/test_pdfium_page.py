@@ -33,6 +33,15 @@ def _plumber_words(path: Path, number: int) -> list[dict]:
         return [w for w in page.extract_words(**_WORD_OPTIONS) if w.get("upright", True)]
 
 
+def _page_text(path: Path, number: int) -> str:
+    """The page's characters as pdfium reads them, joined (no generated spaces)."""
+    document = pdfium.PdfDocument(path)
+    try:
+        return "".join(c["text"] for c in page_chars(document[number - 1]))
+    finally:
+        document.close()
+
+
 def _pdfium_words(path: Path, number: int) -> list[dict]:
     document = pdfium.PdfDocument(path)
     try:
@@ -61,11 +70,7 @@ def test_words_and_boxes_match_pdfplumber(path: Path, number: int) -> None:
 
 def test_line_end_hyphen_is_kept_as_a_hyphen() -> None:
     _need(FHS)
-    document = pdfium.PdfDocument(FHS)
-    try:
-        text = "".join(c["text"] for c in page_chars(document[9]))
-    finally:
-        document.close()
+    text = _page_text(FHS, 10)
     assert "start-up" in text
     assert "\x02" not in text
 
@@ -149,21 +154,13 @@ def test_ligature_letters_are_all_kept() -> None:
     """A ligature glyph ("ffi") that maps to three letters gives three characters at one spot: not
     a glyph printed twice, so no letter may be dropped."""
     _need(TEX_PAPER)
-    document = pdfium.PdfDocument(TEX_PAPER)
-    try:
-        text = "".join(c["text"] for c in page_chars(document[0]))
-    finally:
-        document.close()
+    text = _page_text(TEX_PAPER, 1)
     assert "difficult" in text
 
 
 def test_raw_codes_of_a_font_without_unicode_map_are_not_text() -> None:
     _need(REDBOOK)
-    document = pdfium.PdfDocument(REDBOOK)
-    try:
-        text = "".join(c["text"] for c in page_chars(document[2]))
-    finally:
-        document.close()
+    text = _page_text(REDBOOK, 3)
     assert not any(ord(ch) < 0x20 for ch in text)
     assert "Highlights" in text  # the page's real text is still there
 
