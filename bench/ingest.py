@@ -82,8 +82,8 @@ class GraphPass:
 
 def graph_pass(stack: Stack, files: list[tuple[str, bytes]], workers: int) -> GraphPass:
     """One ingest of every file into the stack's (empty) data directory: no parse cache, no vectors."""
-    # Model loads are not throughput: both embedders, the parser (its imports load markitdown's
-    # magika model: 1.5 s of CPU) and the index are ready before the clock.
+    # Model loads are not throughput: both embedders, the parser (importing markitdown, magika and
+    # pdfplumber costs 1.5 s of CPU) and the index are ready before the clock.
     stack.dense.embed_documents(["warm up"])
     stack.sparse.embed_documents(["warm up"])
     _ = stack.parser

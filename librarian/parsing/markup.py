@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import logging
-from typing import Any
 from urllib.parse import quote, urlparse, urlunparse
 
 import markdownify
@@ -77,7 +76,7 @@ class _HtmlMarkdown(markdownify.MarkdownConverter):
         return super().convert_img(el, text, parent_tags)
 
 
-def main_content(html: str) -> Any:
+def main_content(html: str) -> Tag:
     """The page's main content element: `<main>` (or `<article>`, or the body) without navigation,
     scripts and chrome. lxml builds the tree: several times faster than Python's own parser."""
     soup = BeautifulSoup(html, "lxml")
