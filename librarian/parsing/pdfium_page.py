@@ -167,9 +167,9 @@ def _object_matrix(obj: Any, outer: Matrix) -> Matrix:
     )
 
 
-def _page_objects(page: pdfium.PdfPage) -> Iterator[tuple[Any, Matrix]]:
-    """Every path and image object with its matrix to page space, inside form XObjects too (pdfminer
-    reads those, so a table drawn in a form is still a table)."""
+def _page_objects(page: pdfium.PdfPage) -> Iterator[tuple[Any, int, Matrix]]:
+    """Every path and image object, its type, and its enclosing forms' matrix to page space: inside form
+    XObjects too (pdfminer reads those, so a table drawn in a form is still a table)."""
     stack: list[tuple[Any, int, Matrix]] = [(page, pdfium_c.FPDFPage_CountObjects(page), _IDENTITY)]
     while stack:
         owner, count, outer = stack.pop()
@@ -182,14 +182,12 @@ def _page_objects(page: pdfium.PdfPage) -> Iterator[tuple[Any, Matrix]]:
             if kind == pdfium_c.FPDF_PAGEOBJ_FORM:
                 stack.append((obj, pdfium_c.FPDFFormObj_CountObjects(obj), _object_matrix(obj, outer)))
             elif kind in (pdfium_c.FPDF_PAGEOBJ_PATH, pdfium_c.FPDF_PAGEOBJ_IMAGE):
-                yield obj, outer
+                yield obj, kind, outer
 
 
 def has_images(page: pdfium.PdfPage) -> bool:
     """Whether anything is drawn as an image: a page without text but with images may be a scan."""
-    return any(
-        pdfium_c.FPDFPageObj_GetType(obj) == pdfium_c.FPDF_PAGEOBJ_IMAGE for obj, _ in _page_objects(page)
-    )
+    return any(kind == pdfium_c.FPDF_PAGEOBJ_IMAGE for _, kind, _ in _page_objects(page))
 
 
 def _edge(x0: float, y0: float, x1: float, y1: float) -> dict[str, Any] | None:
@@ -226,8 +224,8 @@ def ruling_edges(page: pdfium.PdfPage) -> list[dict[str, Any]]:
     left, _, _, top = page.get_cropbox()
     point_x, point_y = ctypes.c_float(), ctypes.c_float()
     edges: list[dict[str, Any]] = []
-    for obj, outer in _page_objects(page):
-        if pdfium_c.FPDFPageObj_GetType(obj) != pdfium_c.FPDF_PAGEOBJ_PATH:
+    for obj, kind, outer in _page_objects(page):
+        if kind != pdfium_c.FPDF_PAGEOBJ_PATH:
             continue
         a, b, c, d, e, f = _object_matrix(obj, outer)
         start = previous = None
