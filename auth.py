@@ -2,13 +2,17 @@
 
 `langgraph.json` points `"auth"` here. Two jobs:
 
-1. `authenticate` turns the `Authorization: Bearer` JWT into the user dict the server keeps for the
-   request and hands to runs as `langgraph_auth_user` (that is where the search tool reads the
-   organization from). No token, a bad one, or Studio's `x-auth-scheme: langsmith` header without one
-   is a 401 (`disable_studio_auth` is set, so Studio gets no bypass).
+1. `authenticate` turns the JWT from `Authorization: Bearer` (or `X-Api-Key`, which the stock Agent
+   Chat UI sends) into the user dict the server keeps for the request and hands to runs as
+   `langgraph_auth_user` (that is where the search tool reads the organization from). No token, a bad
+   one, two different ones, or Studio's `x-auth-scheme: langsmith` header without one is a 401
+   (`disable_studio_auth` is set, so Studio gets no bypass).
 2. The `@auth.on` handlers stamp `organization_id` and `owner` on everything a caller creates and
    return `{"organization_id": org}` as a filter on everything they read, update or delete, so
    another organization's threads, runs, crons and assistants simply do not exist for them.
+3. Only the `agent` graph is a client's to use (an allow-list, so a new graph is closed by default):
+   assistants may be created or re-pointed only on it, and runs and crons only on its assistants.
+   Ingest, reindex and index builds run only through the document routes.
 
 The server imports this module while it builds its middleware, before it listens, so start-up
 checks live here: a bad configuration stops the server with one line naming what to fix.
@@ -16,11 +20,13 @@ checks live here: a bad configuration stops the server with one line naming what
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Any
 from uuid import UUID, uuid5
 
-from langgraph_sdk import Auth
+from langgraph_sdk import Auth, get_client
+from langgraph_sdk.errors import NotFoundError
 
 from librarian.auth import AuthenticationError, TokenVerifier, verifier_from_settings
 from librarian.errors import ConfigError, ContractMismatchError
@@ -62,14 +68,48 @@ def _unauthorized(message: str) -> Auth.exceptions.HTTPException:
     )
 
 
-@auth.authenticate
-async def authenticate(authorization: str | None) -> dict[str, Any]:
-    """Verify the bearer token; the returned dict is the request's user (and the runs' user)."""
-    scheme, _, token = (authorization or "").strip().partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
+@functools.cache
+def _loopback() -> Any:
+    """The in-process client (no auth): handlers use it to look up what they must decide on."""
+    return get_client()
+
+
+def _forbidden(message: str) -> Auth.exceptions.HTTPException:
+    return Auth.exceptions.HTTPException(status_code=403, detail=message)
+
+
+def _bad_request(message: str) -> Auth.exceptions.HTTPException:
+    return Auth.exceptions.HTTPException(status_code=400, detail=message)
+
+
+def presented_token(authorization: str | None, api_key: str | None) -> str:
+    """The one token a request presents, from `Authorization: Bearer` and/or `X-Api-Key`.
+
+    Both headers may carry it (the LangGraph JS SDK sends its `apiKey` as `X-Api-Key`); when both
+    are present they must agree, so a proxy that injects one cannot be overridden by the other.
+    """
+    bearer: str | None = None
+    if authorization is not None and authorization.strip():
+        scheme, _, value = authorization.strip().partition(" ")
+        if scheme.lower() != "bearer" or not value.strip():
+            raise _unauthorized("a bearer token is required")
+        bearer = value.strip()
+    key = api_key.strip() if api_key is not None and api_key.strip() else None
+    if bearer and key and bearer != key:
+        raise _unauthorized("Authorization and X-Api-Key carry different tokens")
+    token = bearer or key
+    if not token:
         raise _unauthorized("a bearer token is required")
+    return token
+
+
+@auth.authenticate
+async def authenticate(authorization: str | None, headers: dict[bytes, bytes]) -> dict[str, Any]:
+    """Verify the token; the returned dict is the request's user (and the runs' user)."""
+    raw_key = headers.get(b"x-api-key")
+    api_key = raw_key.decode("utf-8", "replace") if isinstance(raw_key, bytes) else raw_key
     try:
-        principal = VERIFIER.verify(token.strip())
+        principal = VERIFIER.verify(presented_token(authorization, api_key))
     except AuthenticationError as exc:
         raise _unauthorized(str(exc)) from None
     return principal.as_user()
@@ -121,15 +161,54 @@ def _refuse_document_thread_ids(value: dict[str, Any]) -> None:
         raise Auth.exceptions.HTTPException(status_code=403, detail="this thread id is reserved")
 
 
-def _runnable_assistant(assistant_id: str) -> bool:
-    """The agent graph, or an assistant the caller's org created (the server checks its org).
+_NOT_RUNNABLE = "only the agent graph can be run directly; upload documents instead"
 
-    The ingest and reindex graphs run only through the document routes, which check size, name and
-    membership before anything is written; their default assistants have fixed uuid5 ids.
+
+async def _require_runnable(org: str, assistant_id: Any) -> None:
+    """Refuse unless the assistant runs a client graph (an allow-list: `CLIENT_GRAPHS`).
+
+    A graph's default assistant has the uuid5 of its name, so any other uuid5 (ingest, reindex, the
+    graph index build, graphs added later) is refused without a lookup. Any other id is an assistant
+    someone created: its graph is looked up, because assistants made before creation was limited to
+    the agent graph may still point elsewhere. An unknown id, or another organization's assistant,
+    passes here and the server answers 404 as for any id the caller cannot see, so this check reveals
+    nothing about other organizations.
     """
-    if assistant_id in _CLIENT_ASSISTANT_IDS:
-        return True
-    return _uuid_version(assistant_id) not in (None, 5)
+    text = str(assistant_id or "")
+    if text in _CLIENT_ASSISTANT_IDS:
+        return
+    if _uuid_version(text) in (None, 5):
+        raise _forbidden(_NOT_RUNNABLE)
+    try:
+        assistant = await _loopback().assistants.get(text)
+    except NotFoundError:
+        return
+    if (assistant.get("metadata") or {}).get("organization_id") != org:
+        return
+    if assistant.get("graph_id") not in CLIENT_GRAPHS:
+        raise _forbidden(_NOT_RUNNABLE)
+
+
+def _require_client_graph(graph_id: Any) -> None:
+    if graph_id not in CLIENT_GRAPHS:
+        raise _forbidden(f"assistants can only be made for the {', '.join(sorted(CLIENT_GRAPHS))} graph")
+
+
+async def _refuse_thread_creation_by_run(org: str, thread_id: str) -> None:
+    """`if_not_exists: "create"` may only name a thread the caller's organization already has.
+
+    Creating the thread on the fly would answer 404 for another organization's existing id and 200
+    for a fresh one (an existence oracle), so both are refused alike; threads are made by
+    POST /threads, which picks the id. Runs on an existing own thread (the v2 `run.start` command
+    always sends "create") go on as usual.
+    """
+    try:
+        thread = await _loopback().threads.get(thread_id)
+    except NotFoundError:
+        thread = None
+    metadata = (thread or {}).get("metadata") or {}
+    if metadata.get("organization_id") != org:
+        raise _forbidden("runs cannot create threads here: create the thread first with POST /threads")
 
 
 # --- threads and runs ------------------------------------------------------------------------------
@@ -147,16 +226,26 @@ async def on_thread_create(ctx: Auth.types.AuthContext, value: Auth.types.on.thr
 @auth.on.threads.create_run
 async def on_run_create(ctx: Auth.types.AuthContext, value: Auth.types.on.threads.create_run.value):
     _refuse_document_thread_ids(value)
-    if not _runnable_assistant(str(value.get("assistant_id") or "")):
-        raise Auth.exceptions.HTTPException(
-            status_code=403, detail="only the agent graph can be run directly; upload documents instead"
-        )
+    if value.get("thread_id") and value.get("if_not_exists") == "create":
+        await _refuse_thread_creation_by_run(_org(ctx), str(value["thread_id"]))
+    await _require_runnable(_org(ctx), value.get("assistant_id"))
     return {"organization_id": _stamp(ctx, value, kind="chat"), "kind": "chat"}
 
 
 @auth.on.threads.read
-@auth.on.threads.search
 async def on_thread_read(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+    return {"organization_id": _org(ctx)}
+
+
+@auth.on.threads.search
+async def on_thread_search(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+    """Search by metadata, status or ids; a `values` filter is refused.
+
+    The in-memory runtime crashes (500) comparing a `values` filter with a thread that has no values
+    yet, and chat clients do not filter by values, so it is refused up front rather than half-served.
+    """
+    if value.get("values"):
+        raise _bad_request("searching threads by values is not supported; filter by metadata instead")
     return {"organization_id": _org(ctx)}
 
 
@@ -177,7 +266,19 @@ async def on_thread_delete(ctx: Auth.types.AuthContext, value: Any) -> dict[str,
 
 @auth.on.crons.create
 async def on_cron_create(ctx: Auth.types.AuthContext, value: Auth.types.on.crons.create.value):
+    """A cron is a run on a timer: the same allow-list as runs, and a schedule that is a string.
+
+    The server would otherwise crash (500) on a missing schedule; a malformed string it refuses itself.
+    """
     _refuse_document_thread_ids(value)
+    schedule = value.get("schedule")
+    if not isinstance(schedule, str) or not schedule.strip():
+        raise _bad_request("a cron needs a schedule, e.g. '0 9 * * 1'")
+    payload = value.get("payload") or {}
+    assistant_id = payload.get("assistant_id") if isinstance(payload, dict) else None
+    if not isinstance(assistant_id, str) or not assistant_id:
+        raise _bad_request("a cron needs an assistant_id")
+    await _require_runnable(_org(ctx), assistant_id)  # a graph name or an assistant id
     return {"organization_id": _stamp(ctx, value, kind="chat")}
 
 
@@ -200,6 +301,7 @@ async def on_cron_access(ctx: Auth.types.AuthContext, value: Any) -> dict[str, s
 
 @auth.on.assistants.create
 async def on_assistant_create(ctx: Auth.types.AuthContext, value: Auth.types.on.assistants.create.value):
+    _require_client_graph(value.get("graph_id"))
     return {"organization_id": _stamp(ctx, value)}
 
 
@@ -212,6 +314,8 @@ async def on_assistant_read(ctx: Auth.types.AuthContext, value: Any) -> dict[str
 
 @auth.on.assistants.update
 async def on_assistant_update(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+    if value.get("graph_id") is not None:
+        _require_client_graph(value.get("graph_id"))
     if value.get("metadata") is not None:
         _stamp(ctx, value)
     return {"organization_id": _org(ctx)}

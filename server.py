@@ -3,13 +3,19 @@
     POST   /orgs/{org}/documents          multipart `file` → stored, ingest run enqueued (202)
     GET    /orgs/{org}/documents          files with their latest ingest status
     GET    /orgs/{org}/documents/{path}   one document's status
-    DELETE /orgs/{org}/documents/{path}   vectors first, then the file
+    DELETE /orgs/{org}/documents/{path}   cancel its ingest; vectors first, then the file
+    POST   /orgs/{org}/documents/{path}/cancel   admins: cancel the document's running ingest
+    POST   /orgs/{org}/graph              admins: schedule a rebuild of the GraphRAG index (coalesced)
+    GET    /orgs/{org}/graph              GraphRAG index status: version, counts per level, last build
     GET    /openapi-librarian.json        OpenAPI document of these routes
 
 The server authenticates every route (`enable_custom_route_auth`); the caller is
 `request.scope["user"]`. A route's `{org}` must be one of the caller's memberships, and from then on
 that checked org is the only one used: runs are started through the in-process client, which skips
 the auth handlers, so the route passes the org itself as trusted run context.
+
+The handlers only translate HTTP: the operations, their order of effects and their outcomes are
+`graphs.documents.DocumentOps`, the same ones the CLI and notebooks call, here over `ServerRuns`.
 
 Errors are `{"error": {"code", "message"}}` with no internals; unexpected failures are logged here
 and answered with a generic 500.
@@ -20,38 +26,35 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from types import SimpleNamespace
 from typing import Any
-from uuid import NAMESPACE_URL, uuid5
 
-from langgraph_sdk import get_client
-from langgraph_sdk.errors import NotFoundError
+import httpx
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from graphs.documents import status_from_snapshot
-from graphs.ingest import thread_id as document_key
+from graphs.document_runs import ServerRuns
+from graphs.documents import DocumentNotFoundError, DocumentOps, NoActiveIngestError
+from graphs.graph_index_runs import schedule_build, server_status
+from graphs.threads import server_thread_id
 from librarian.errors import FileTooLargeError, InvalidPathError, LibrarianError, TenantError
 from librarian.files.multipart import ENVELOPE_BYTES, MalformedUploadError, read_file_field
-from librarian.files.paths import document_path, validate_document_path
+from librarian.files.paths import validate_document_path
 from librarian.settings import get_settings
 from librarian.stack import get_stack
 from librarian.tenancy import validate_organization_id
 from webapi.errors import ApiError, ErrorShapeMiddleware, error_response
+from webapi.graph_view import communities_view, neighbourhood_view
+from webapi.guard import ClientIdGuardMiddleware, loopback_error
 from webapi.openapi import openapi_document
+from webapi.pages import page_image
+from webapi.webapp import WebAppMiddleware
 
 logger = logging.getLogger("librarian.server")
 
-ACTIVE_RUN_STATES = ("pending", "running")
-FAILED_RUN_STATES = ("error", "timeout", "interrupted")
-
-
-def server_thread_id(org: str, path: str) -> str:
-    """Server thread ids must be UUIDs; the readable `org:path` key goes into thread metadata."""
-    return str(uuid5(NAMESPACE_URL, document_key(org, path)))
+__all__ = ["app", "server_thread_id"]
 
 
 # --- who may do what -----------------------------------------------------------------------------
@@ -85,55 +88,16 @@ def _path_param(request: Request) -> str:
     return validate_document_path(request.path_params["path"])
 
 
-# --- ingest runs and status ----------------------------------------------------------------------
+# --- the document operations --------------------------------------------------------------------
 
 
-async def start_ingest(org: str, path: str, owner: str) -> tuple[str, str]:
-    """Enqueue an ingest run on the document's thread; runs of one path execute one at a time."""
-    client = get_client()
-    thread = server_thread_id(org, path)
-    await client.threads.create(
-        thread_id=thread,
-        if_exists="do_nothing",
-        metadata={"organization_id": org, "document_key": document_key(org, path), "kind": "document"},
-    )
-    run = await client.runs.create(
-        thread,
-        "ingest",
-        input={"path": path},
-        context={"organization_id": org},
-        metadata={"organization_id": org, "owner": owner},
-        multitask_strategy="enqueue",
-    )
-    return thread, run["run_id"]
+def documents() -> DocumentOps:
+    """The same operations as `graphs.documents.DocumentService`, with runs on this server."""
+    return DocumentOps(get_stack(), ServerRuns())
 
 
-def _snapshot(state: dict[str, Any]) -> SimpleNamespace:
-    """The SDK's thread state as the attribute-style snapshot `status_from_snapshot` reads."""
-    tasks = [SimpleNamespace(**task) for task in state.get("tasks") or []]
-    return SimpleNamespace(values=state.get("values") or {}, next=state.get("next") or [], tasks=tasks)
-
-
-async def document_status(org: str, path: str) -> dict[str, Any]:
-    """Latest checkpoint of the document's thread, corrected by its runs that are still queued."""
-    client = get_client()
-    thread = server_thread_id(org, path)
-    try:
-        state = await client.threads.get_state(thread)
-        runs = await client.runs.list(thread, limit=10)
-    except NotFoundError:
-        return {**status_from_snapshot(path, None).as_dict(), "threadId": thread}
-    status = status_from_snapshot(path, _snapshot(state)).as_dict()
-    status["threadId"] = thread
-    active = [r for r in runs if r["status"] in ACTIVE_RUN_STATES]
-    if active:
-        running = any(r["status"] == "running" for r in active)
-        status.update(status="running" if running else "queued", queuedRuns=len(active))
-    elif runs and runs[0]["status"] in FAILED_RUN_STATES and status["status"] != "failed":
-        status.update(
-            status="failed", error="run_failed", reason=f"the ingest run ended: {runs[0]['status']}"
-        )
-    return status
+def _owner(request: Request) -> str:
+    return str(_field(request.scope["user"], "identity"))
 
 
 # --- route handlers ------------------------------------------------------------------------------
@@ -155,6 +119,10 @@ def endpoint(handler: Handler) -> Handler:
             return error_response(400, exc.code, str(exc))
         except TenantError as exc:
             return error_response(403, exc.code, str(exc))
+        except DocumentNotFoundError as exc:
+            return error_response(404, exc.code, str(exc))
+        except NoActiveIngestError as exc:
+            return error_response(409, exc.code, str(exc))
         except LibrarianError as exc:
             logger.warning("request failed: %s", exc)
             return error_response(500, exc.code, str(exc))
@@ -180,52 +148,101 @@ async def upload_document(request: Request) -> Response:
         if int(declared) > limit + ENVELOPE_BYTES:
             raise FileTooLargeError(f"the upload is larger than the limit of {limit} bytes")
     upload = await read_file_field(request.headers.get("content-type"), request.stream(), limit=limit)
-    path = document_path(upload.filename, max_length=settings.max_filename_length)
-    await asyncio.to_thread(get_stack().files.write, org, path, upload.data)
-    owner = str(_field(request.scope["user"], "identity"))
-    thread, run = await start_ingest(org, path, owner)
-    body = {"path": path, "thread_id": thread, "run_id": run, "size_bytes": len(upload.data)}
+    ops = documents()
+    path = await ops.upload(org, upload.filename, upload.data)  # cancels the path's running ingest
+    run = await ops.ingest(org, path, owner=_owner(request))
+    await _schedule_graph_after_change(org, _owner(request))
+    body = {"path": path, "thread_id": run.thread_id, "run_id": run.run_id, "size_bytes": len(upload.data)}
     return JSONResponse(body, status_code=202)
 
 
 @endpoint
 async def list_documents(request: Request) -> Response:
     org = authorize(request, write=False)
-    files = await asyncio.to_thread(get_stack().files.list, org)
-    statuses = await asyncio.gather(*(document_status(org, f.path) for f in files))
-    return JSONResponse({"organization_id": org, "documents": list(statuses)})
+    statuses = await documents().list(org)
+    return JSONResponse({"organization_id": org, "documents": [s.as_dict() for s in statuses]})
 
 
 @endpoint
 async def get_document(request: Request) -> Response:
     org = authorize(request, write=False)
-    path = _path_param(request)
-    stored = await asyncio.to_thread(get_stack().files.stat, org, path)
-    if stored is None:
-        raise ApiError(404, "not_found", f"no document {path!r} in this organization")
-    status = await document_status(org, path)
-    status["sizeBytes"] = stored.size
-    return JSONResponse(status)
+    status = await documents().status(org, _path_param(request))  # a deleted one: status `deleted`
+    return JSONResponse(status.as_dict())
 
 
 @endpoint
 async def delete_document(request: Request) -> Response:
-    """Vectors first, then the file, then a cleanup run on the path's thread.
-
-    The cleanup run finds the file gone and deletes the path's vectors again: it queues behind any
-    ingest of the same path that was already running, so that ingest cannot leave a ghost behind.
-    """
+    """Cancel its ingest, vectors first, then the file, then a follow-up run (status `deleted`)."""
     org = authorize(request, write=True)
     path = _path_param(request)
-    stack = get_stack()
-    existed = await asyncio.to_thread(stack.files.exists, org, path)
-    await asyncio.to_thread(stack.index.delete, namespace=org, filter={"path": path})
-    if not existed:
-        raise ApiError(404, "not_found", f"no document {path!r} in this organization")
-    await asyncio.to_thread(stack.files.delete, org, path)
-    owner = str(_field(request.scope["user"], "identity"))
-    thread, run = await start_ingest(org, path, owner)
-    return JSONResponse({"path": path, "deleted": True, "thread_id": thread, "run_id": run})
+    run = await documents().delete(org, path, owner=_owner(request))
+    # graph answers stop citing it now; the coalesced rebuild then removes its contribution
+    # opening the graph store (first use) creates files: blocking, so all of it in the thread
+    await asyncio.to_thread(lambda: get_stack().graph_store.scope(org).retract_document(path))
+    await _schedule_graph_after_change(org, _owner(request))
+    return JSONResponse({"path": path, "deleted": True, "thread_id": run.thread_id, "run_id": run.run_id})
+
+
+async def _schedule_graph_after_change(org: str, owner: str) -> None:
+    """A document changed: rebuild the organization's graph once its ingests are done (coalesced).
+
+    A failure to schedule is logged, never the upload's or delete's failure: the next change or an
+    admin's POST /orgs/{org}/graph schedules it again.
+    """
+    try:
+        await schedule_build(org, owner=owner, wait_for_ingests=True)
+    except Exception:
+        logger.exception("could not schedule the graph build of %s", org)
+
+
+@endpoint
+async def rebuild_graph(request: Request) -> Response:
+    """Organization admins schedule a rebuild of the GraphRAG index (at most one queued per organization)."""
+    org = authorize(request, write=True)
+    if _field(request.scope["user"], "role") != "admin":
+        raise ApiError(403, "forbidden", "only an organization admin can rebuild the graph")
+    scheduled = await schedule_build(org, owner=_owner(request))
+    return JSONResponse({"organization_id": org, **scheduled}, status_code=202)
+
+
+@endpoint
+async def graph_status(request: Request) -> Response:
+    """The organization's GraphRAG index: published version, counts per level, last build, staleness."""
+    org = authorize(request, write=False)
+    return JSONResponse(await server_status(org))
+
+
+@endpoint
+async def cancel_document_ingest(request: Request) -> Response:
+    """Organization admins cancel a document's queued or running ingest; nothing of it stays indexed."""
+    org = authorize(request, write=True)
+    if _field(request.scope["user"], "role") != "admin":
+        raise ApiError(403, "forbidden", "only an organization admin can cancel an ingest")
+    path = _path_param(request)
+    run = await documents().cancel(org, path, owner=_owner(request))
+    body = {"path": path, "cancelled": True, "thread_id": run.thread_id, "run_id": run.run_id}
+    return JSONResponse(body, status_code=202)
+
+
+@endpoint
+async def document_page(request: Request) -> Response:
+    """One page of a PDF document as PNG (`?width=` pixels), for citation viewers."""
+    org = authorize(request, write=False)
+    return await page_image(org, _path_param(request), request.path_params["page"], request.query_params)
+
+
+@endpoint
+async def graph_communities(request: Request) -> Response:
+    """The published graph's communities with their summaries (the web app's Graph page)."""
+    org = authorize(request, write=False)
+    return JSONResponse(await communities_view(org))
+
+
+@endpoint
+async def graph_neighbourhood(request: Request) -> Response:
+    """One entity of the published graph with its nearest neighbours (`?entity=`)."""
+    org = authorize(request, write=False)
+    return JSONResponse(await neighbourhood_view(org, request.query_params))
 
 
 async def openapi(request: Request) -> Response:
@@ -236,9 +253,22 @@ app = Starlette(
     routes=[
         Route("/orgs/{org}/documents", upload_document, methods=["POST"]),
         Route("/orgs/{org}/documents", list_documents, methods=["GET"]),
+        Route("/orgs/{org}/documents/{path:path}/pages/{page}.png", document_page, methods=["GET"]),
+        Route("/orgs/{org}/documents/{path:path}/cancel", cancel_document_ingest, methods=["POST"]),
         Route("/orgs/{org}/documents/{path:path}", get_document, methods=["GET"]),
         Route("/orgs/{org}/documents/{path:path}", delete_document, methods=["DELETE"]),
+        Route("/orgs/{org}/graph", rebuild_graph, methods=["POST"]),
+        Route("/orgs/{org}/graph", graph_status, methods=["GET"]),
+        Route("/orgs/{org}/graph/communities", graph_communities, methods=["GET"]),
+        Route("/orgs/{org}/graph/neighbourhood", graph_neighbourhood, methods=["GET"]),
         Route("/openapi-librarian.json", openapi, methods=["GET"]),
     ],
-    middleware=[Middleware(ErrorShapeMiddleware, prefixes=("/orgs/", "/openapi-librarian.json"))],
+    middleware=[
+        Middleware(WebAppMiddleware),  # `/` and `/assets/`: the browser app, no token needed
+        Middleware(ErrorShapeMiddleware, prefixes=("/orgs/", "/openapi-librarian.json")),
+        Middleware(ClientIdGuardMiddleware),  # POST /threads, /assistants: no client-chosen ids
+    ],
+    # The server merges these into its own app: MCP and A2A call the platform in-process, and a
+    # refusal there (403, 404, 422) must reach the client as that refusal, not as a 500.
+    exception_handlers={httpx.HTTPStatusError: loopback_error},
 )

@@ -1,6 +1,8 @@
 """Agent state: the chat messages plus every source the agent's searches returned, numbered.
 
 `sources[n-1]` is what an answer's `[n]` marker cites, so a client can render page and bbox.
+`citations` checks the final answer against them: one record per sentence, with the supporting
+span's character offsets into the cited source's `text` (`tools.citations.Citation`).
 """
 
 from __future__ import annotations
@@ -9,9 +11,11 @@ from typing import Annotated, NotRequired
 
 from langchain.agents import AgentState
 
+from tools.citations import Citation
 from tools.retrieval import Source
 from tools.search import merge_sources
 
 
 class LibrarianAgentState(AgentState):
     sources: NotRequired[Annotated[list[Source], merge_sources]]
+    citations: NotRequired[list[Citation]]  # the last answer's; each run replaces it

@@ -8,11 +8,15 @@ after checking membership. On the LangGraph server an authenticated user always 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 
-from librarian.tenancy import resolve_organization
+from librarian import tenancy
+
+if TYPE_CHECKING:
+    from langgraph.prebuilt.tool_node import ToolRuntime
+    from langgraph.runtime import Runtime
 
 
 @dataclass
@@ -23,7 +27,12 @@ class LibrarianContext:
     )
 
 
-def organization_of(config: RunnableConfig | None, runtime: Any = None) -> str:
-    """The organization (= namespace) of the current run, from trusted sources only."""
-    context = getattr(runtime, "context", None) if runtime is not None else None
-    return resolve_organization(config, context)
+def organization_of(
+    config: RunnableConfig | None, runtime: Runtime[LibrarianContext] | ToolRuntime | None = None
+) -> str:
+    """The organization (= namespace) of the current run, from trusted sources only.
+
+    Nodes and tools both call this (`librarian.tenancy.organization_of`, which tools import directly);
+    only a `Runtime` or `ToolRuntime` made by LangGraph is read, never another object named `runtime`.
+    """
+    return tenancy.organization_of(config, runtime)

@@ -1,38 +1,67 @@
-"""Document operations for plain Python and the CLI: upload, ingest, status, delete, reindex.
+"""The document operations: upload, ingest, status, list, delete, cancel (and reindex, resume).
 
-The status of a document is the latest checkpoint of its (organization, path) thread; there is no
-documents table. Ingests of one path are serialized (a thread lock per path, plus a file lock for
-other processes on the same data directory), and each run reads the file as it is when it starts,
-so concurrent re-uploads end with the last upload indexed.
+One set of operations serves the server, the CLI and notebooks, so they answer the same way: a path
+that never existed is a `DocumentNotFoundError` (the CLI's "no such document", the server's 404), a
+deleted document's status is `deleted` everywhere, a cancelled one's `cancelled`.
+
+The split:
+
+    DocumentOps        the operations' logic, async: validation, size limit, existence, the order
+                       of effects (cancel the path's running ingest, vectors first, then the file,
+                       then a follow-up run on the path's thread), and how a status is read.
+    runs backend       where ingest runs execute (`graphs/document_runs.py`):
+        LocalRuns      plain Python: runs the graphs directly, serialized per path, cancelled by a flag.
+        ServerRuns     the LangGraph server: enqueues runs with the in-process SDK client and cancels
+                       them with `runs.cancel`; `server.py` only translates HTTP to `DocumentOps`.
+    DocumentService    the plain-Python front door (CLI, tests, notebooks): `DocumentOps` over
+                       `LocalRuns`, with blocking methods and their `a`-prefixed async twins.
+
+Status is never stored apart: it is the latest checkpoint of the document's (organization, path)
+thread, corrected by that thread's runs that are still queued or running.
 """
 
 from __future__ import annotations
 
-import hashlib
+import asyncio
 import logging
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from filelock import FileLock
-from langgraph.types import Checkpointer
-
-from graphs.ingest import build_ingest_graph, thread_id
-from graphs.reindex import build_reindex_graph
-from librarian.errors import ConfigError, ContractMismatchError, FileTooLargeError, TenantError
+from librarian.errors import FileTooLargeError, LibrarianError
 from librarian.files.paths import document_path, validate_document_path
 from librarian.stack import Stack
 from librarian.tenancy import validate_organization_id
 
+if TYPE_CHECKING:
+    from langgraph.types import Checkpointer
+
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+ACTIVE_RUN_STATES = ("pending", "running")
+FAILED_RUN_STATES = ("error", "timeout")
+# Follow-up runs: the ingest graph deletes the path's vectors and ends with this status.
+CLEANUPS = ("deleted", "cancelled")
+
+
+class DocumentNotFoundError(LibrarianError, LookupError):
+    """No such document in this organization: no file, and no ingest record that is not deleted."""
+
+    code = "not_found"
+
+
+class NoActiveIngestError(LibrarianError):
+    """Cancel was asked for a document with no queued or running ingest."""
+
+    code = "no_active_ingest"
 
 
 @dataclass
 class DocumentStatus:
     path: str
-    status: str  # indexed | skipped | failed | running | deleted | not_ingested
+    status: str  # indexed | skipped | failed | running | queued | deleted | cancelled | not_ingested
     chunkCount: int = 0
     reason: str | None = None
     error: str | None = None
@@ -40,15 +69,35 @@ class DocumentStatus:
     parser: str | None = None
     updatedAt: str | None = None
     sizeBytes: int | None = None
+    threadId: str | None = None
+    queuedRuns: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """JSON shape: optional run details are left out rather than sent as null."""
+        data = asdict(self)
+        for key in ("threadId", "queuedRuns"):
+            if data[key] is None:
+                del data[key]
+        return data
+
+
+@dataclass(frozen=True)
+class RunRef:
+    """Where a started run lives: the document's thread and the run's id."""
+
+    thread_id: str
+    run_id: str
+
+
+def _is_cancel_error(error: Any) -> bool:
+    return "IngestCancelledError" in f"{type(error).__name__} {error!r}"
 
 
 def status_from_snapshot(path: str, snapshot: Any) -> DocumentStatus:
     """Read a document status off its thread's latest checkpoint.
 
-    A checkpoint with pending tasks is either running or died; a task error means failed.
+    A checkpoint with pending tasks is either running or died; a task error means failed (or
+    cancelled, when the error is the cancel flag).
     """
     values = dict(snapshot.values or {}) if snapshot is not None else {}
     if not values:
@@ -62,6 +111,10 @@ def status_from_snapshot(path: str, snapshot: Any) -> DocumentStatus:
     }
     if snapshot.next:
         errors = [t.error for t in snapshot.tasks if getattr(t, "error", None)]
+        if errors and all(_is_cancel_error(e) for e in errors):
+            return DocumentStatus(
+                status="cancelled", error="cancelled", reason="the ingest was cancelled", **common
+            )
         if errors:
             return DocumentStatus(status="failed", error="ingest_error", reason=str(errors[0]), **common)
         return DocumentStatus(status="running", chunkCount=values.get("indexedCount", 0), **common)
@@ -74,100 +127,253 @@ def status_from_snapshot(path: str, snapshot: Any) -> DocumentStatus:
     )
 
 
+def read_status(checkpointer: Any, org: str, path: str) -> DocumentStatus:
+    """A document's status straight from a checkpointer, without importing or compiling the graphs.
+
+    For fast readers (the CLI's `status`): the latest checkpoint's values, with its error writes as
+    failed tasks. A run still in progress (or one that died) shows `running`, as `get_state` would.
+    """
+    from types import SimpleNamespace
+
+    from graphs.threads import thread_id
+
+    found = checkpointer.get_tuple({"configurable": {"thread_id": thread_id(org, path), "checkpoint_ns": ""}})
+    if found is None:
+        return status_from_snapshot(path, None)
+    values = dict(found.checkpoint.get("channel_values") or {})
+    tasks = [
+        SimpleNamespace(error=v) for (_, channel, v) in found.pending_writes or () if channel == "__error__"
+    ]
+    pending = values.get("status") == "running" or bool(tasks)
+    return status_from_snapshot(
+        path, SimpleNamespace(values=values, next=("pending",) if pending else (), tasks=tasks)
+    )
+
+
+def document_status(path: str, snapshot: Any, runs: list[dict[str, Any]]) -> DocumentStatus:
+    """The checkpoint's status, corrected by the thread's runs (newest first) still queued or running."""
+    status = status_from_snapshot(path, snapshot)
+    active = [r for r in runs if r.get("status") in ACTIVE_RUN_STATES]
+    if active:
+        status.status = "running" if any(r["status"] == "running" for r in active) else "queued"
+        status.queuedRuns = len(active)
+    elif runs and runs[0].get("status") in FAILED_RUN_STATES and status.status != "failed":
+        status.status, status.error = "failed", "run_failed"
+        status.reason = f"the ingest run ended: {runs[0]['status']}"
+    return status
+
+
+class RunBackend(Protocol):
+    """Where ingest runs execute: `LocalRuns` (plain Python) or `ServerRuns` (LangGraph server)."""
+
+    def thread_of(self, org: str, path: str) -> str: ...
+
+    async def start(
+        self,
+        org: str,
+        path: str,
+        run_input: dict[str, Any],
+        *,
+        graph: str = "ingest",
+        owner: str | None = None,
+    ) -> RunRef:
+        """Start a run on the path's thread; runs of one path execute one at a time, in order."""
+        ...
+
+    async def cancel_active(self, org: str, path: str) -> int:
+        """Cancel the path's queued and running runs; how many there were."""
+        ...
+
+    async def state(self, org: str, path: str) -> tuple[Any, list[dict[str, Any]]]:
+        """The thread's latest snapshot (or None) and its runs, newest first."""
+        ...
+
+
+class DocumentOps:
+    """The operations, async, over a runs backend. The organization is always trusted input."""
+
+    def __init__(self, stack: Stack, runs: RunBackend) -> None:
+        self.stack = stack
+        self.runs = runs
+
+    def _checked(self, org: str, path: str) -> tuple[str, str]:
+        return validate_organization_id(org), validate_document_path(path)
+
+    async def upload(self, org: str, filename: str, data: bytes) -> str:
+        """Store the file and return its path. A running ingest of that path is cancelled first:
+        its follow-up is the next ingest, which deletes the old vectors before writing new ones."""
+        validate_organization_id(org)
+        settings = self.stack.settings
+        path = document_path(filename, max_length=settings.max_filename_length)
+        if len(data) > settings.max_upload_bytes:
+            raise FileTooLargeError(
+                f"file is {len(data)} bytes; the limit is {settings.max_upload_bytes} bytes"
+            )
+        await self.runs.cancel_active(org, path)
+        await asyncio.to_thread(self.stack.files.write, org, path, data)
+        return path
+
+    async def ingest(self, org: str, path: str, *, owner: str | None = None) -> RunRef:
+        org, path = self._checked(org, path)
+        return await self.runs.start(org, path, {"path": path}, owner=owner)
+
+    async def reindex(self, org: str, path: str, *, owner: str | None = None) -> RunRef:
+        org, path = self._checked(org, path)
+        return await self.runs.start(org, path, {"path": path}, graph="reindex", owner=owner)
+
+    async def status(self, org: str, path: str) -> DocumentStatus:
+        """The document's status; `DocumentNotFoundError` if it has neither a file nor a record."""
+        org, path = self._checked(org, path)
+        stored, (snapshot, runs) = await asyncio.gather(
+            asyncio.to_thread(self.stack.files.stat, org, path), self.runs.state(org, path)
+        )
+        status = document_status(path, snapshot, runs)
+        if stored is None and status.status == "not_ingested":
+            raise DocumentNotFoundError(f"no document {path!r} in this organization")
+        if stored is not None:
+            status.sizeBytes = stored.size
+        status.threadId = self.runs.thread_of(org, path)
+        return status
+
+    async def list(self, org: str) -> list[DocumentStatus]:
+        """Files in the organization's store, each with its latest status."""
+        org = validate_organization_id(org)
+        files = await asyncio.to_thread(self.stack.files.list, org)
+        found = await asyncio.gather(*(self.status(org, f.path) for f in files), return_exceptions=True)
+        for outcome in found:  # a file deleted since the listing is simply not listed
+            if isinstance(outcome, BaseException) and not isinstance(outcome, DocumentNotFoundError):
+                raise outcome
+        return [s for s in found if isinstance(s, DocumentStatus)]
+
+    async def _existing(self, org: str, path: str) -> None:
+        try:
+            status = await self.status(org, path)
+        except DocumentNotFoundError:
+            raise
+        if status.status == "deleted" and not await asyncio.to_thread(self.stack.files.exists, org, path):
+            raise DocumentNotFoundError(f"no document {path!r} in this organization")
+
+    async def delete(self, org: str, path: str, *, owner: str | None = None) -> RunRef:
+        """Cancel its ingest, delete vectors first, then the file, then a follow-up run.
+
+        The follow-up run deletes the path's vectors once more, after any cancelled run has ended
+        (so nothing it wrote survives) and leaves the status `deleted`.
+        """
+        org, path = self._checked(org, path)
+        await self._existing(org, path)
+        await self.runs.cancel_active(org, path)
+        await asyncio.to_thread(self.stack.index.delete, namespace=org, filter={"path": path})
+        await asyncio.to_thread(self.stack.files.delete, org, path)
+        return await self.runs.start(org, path, {"path": path, "cleanup": "deleted"}, owner=owner)
+
+    async def cancel(self, org: str, path: str, *, owner: str | None = None) -> RunRef:
+        """Cancel the path's queued or running ingest; a follow-up run removes what it wrote.
+
+        The status ends `cancelled` with no vectors (the cancelled run had already deleted the
+        previous version's, as every ingest does first). `NoActiveIngestError` if none was active.
+        """
+        org, path = self._checked(org, path)
+        await self._existing(org, path)
+        if await self.runs.cancel_active(org, path) == 0:
+            raise NoActiveIngestError(f"{path!r} has no queued or running ingest")
+        return await self.runs.start(org, path, {"path": path, "cleanup": "cancelled"}, owner=owner)
+
+
+def _blocking(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to the end from sync code, also inside a notebook's running event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 class DocumentService:
-    """Plain-Python front door to the write path, used by the CLI, tests and notebooks."""
+    """Plain-Python front door (CLI, tests, notebooks): `DocumentOps` over in-process runs.
+
+    Every method blocks until done; `a`-prefixed twins are the same operations as coroutines.
+    `ingest`, `delete` and `cancel` return the document's status once their run has ended.
+    """
 
     def __init__(self, stack: Stack, checkpointer: Checkpointer) -> None:
-        self.stack = stack
-        self.ingest_graph = build_ingest_graph(lambda: stack, checkpointer)
-        self.reindex_graph = build_reindex_graph(lambda: stack, checkpointer)
-        self._locks: dict[str, threading.Lock] = {}
-        self._locks_guard = threading.Lock()
+        from graphs.document_runs import LocalRuns
 
-    # --- serialization --------------------------------------------------------------------
-    @contextmanager
-    def _serialized(self, key: str) -> Iterator[None]:
-        with self._locks_guard:
-            lock = self._locks.setdefault(key, threading.Lock())
-        lock_dir = self.stack.settings.data_dir / "locks"
-        lock_dir.mkdir(parents=True, exist_ok=True)
-        digest = hashlib.sha256(key.encode()).hexdigest()[:32]
-        with lock, FileLock(str(lock_dir / f"{digest}.lock")):
-            yield
+        self.stack = stack
+        self.runs = LocalRuns(stack, checkpointer)
+        self.ops = DocumentOps(stack, self.runs)
+        # Kept for callers that inspect the graphs (tests, notebooks).
+        self.ingest_graph = self.runs.ingest_graph
+        self.reindex_graph = self.runs.reindex_graph
 
     @staticmethod
     def config(org: str, path: str) -> dict[str, Any]:
+        """The plain-Python run config of a document's thread (for `get_state` in tests/notebooks)."""
+        from graphs.threads import thread_id
+
         return {"configurable": {"thread_id": thread_id(org, path)}}
 
-    # --- operations -------------------------------------------------------------------------
+    # --- async twins --------------------------------------------------------------------------
+    async def aupload(self, org: str, filename: str, data: bytes) -> str:
+        return await self.ops.upload(org, filename, data)
+
+    async def aingest(
+        self, org: str, path: str, *, on_update: Callable[[str, dict[str, Any]], None] | None = None
+    ) -> DocumentStatus:
+        with self.runs.observing(on_update):
+            await self.ops.ingest(org, path)
+        return await self.ops.status(org, path)
+
+    async def areindex(self, org: str, path: str) -> DocumentStatus:
+        await self.ops.reindex(org, path)
+        return await self.ops.status(org, path)
+
+    async def astatus(self, org: str, path: str) -> DocumentStatus:
+        return await self.ops.status(org, path)
+
+    async def alist(self, org: str) -> list[DocumentStatus]:
+        return await self.ops.list(org)
+
+    async def adelete(self, org: str, path: str) -> DocumentStatus:
+        await self.ops.delete(org, path)
+        return await self.ops.status(org, path)
+
+    async def acancel(self, org: str, path: str) -> DocumentStatus:
+        await self.ops.cancel(org, path)
+        return await self.ops.status(org, path)
+
+    # --- blocking ------------------------------------------------------------------------------
     def upload(self, org: str, filename: str, data: bytes) -> str:
-        """Store the file (same name overwrites) and return its document path; size is checked."""
-        validate_organization_id(org)
-        path = document_path(filename)
-        limit = self.stack.settings.max_upload_bytes
-        if len(data) > limit:
-            raise FileTooLargeError(f"file is {len(data)} bytes; the limit is {limit} bytes")
-        self.stack.files.write(org, path, data)
-        return path
+        """Store the file (same name replaces it, cancelling its running ingest); returns its path."""
+        return _blocking(self.aupload(org, filename, data))
 
     def ingest(
         self, org: str, path: str, *, on_update: Callable[[str, dict[str, Any]], None] | None = None
     ) -> DocumentStatus:
         """Run the ingest graph for one document (serialized per path) and return its status."""
-        validate_organization_id(org)
-        path = validate_document_path(path)
-        with self._serialized(thread_id(org, path)):
-            self._run(self.ingest_graph, {"path": path}, org, path, on_update)
-        return self.status(org, path)
+        return _blocking(self.aingest(org, path, on_update=on_update))
+
+    def reindex(self, org: str, path: str) -> DocumentStatus:
+        """Re-embed from the cached parse (no re-parse) and return the status."""
+        return _blocking(self.areindex(org, path))
+
+    def status(self, org: str, path: str) -> DocumentStatus:
+        """Latest status; `DocumentNotFoundError` if the path never existed."""
+        return _blocking(self.astatus(org, path))
+
+    def list(self, org: str) -> list[DocumentStatus]:
+        return _blocking(self.alist(org))
+
+    def delete(self, org: str, path: str) -> DocumentStatus:
+        """Vectors first, then the file; status `deleted`. `DocumentNotFoundError` if never there."""
+        return _blocking(self.adelete(org, path))
+
+    def cancel(self, org: str, path: str) -> DocumentStatus:
+        """Cancel the path's running ingest (from another thread); status `cancelled`, no vectors."""
+        return _blocking(self.acancel(org, path))
 
     def resume(self, org: str, path: str) -> DocumentStatus:
         """Finish an interrupted run from its last checkpoint (finished work is not redone)."""
-        with self._serialized(thread_id(org, path)):
-            snapshot = self.ingest_graph.get_state(self.config(org, path))
-            if snapshot.next:
-                self._run(self.ingest_graph, None, org, path, None)
+        org, path = self.ops._checked(org, path)
+        self.runs.resume(org, path)
         return self.status(org, path)
-
-    def reindex(self, org: str, path: str) -> DocumentStatus:
-        with self._serialized(thread_id(org, path)):
-            self._run(self.reindex_graph, {"path": path}, org, path, None)
-        return self.status(org, path)
-
-    def _run(self, graph: Any, run_input: Any, org: str, path: str, on_update: Any) -> None:
-        config = self.config(org, path)
-        context = {"organization_id": org}
-        try:
-            for update in graph.stream(run_input, config, context=context, stream_mode="updates"):
-                if on_update:
-                    for node, value in update.items():
-                        on_update(node, value if isinstance(value, dict) else {})
-        except (ConfigError, ContractMismatchError, TenantError):
-            raise  # the caller's setup is wrong: no status could describe that
-        except Exception as exc:  # the failure is in the checkpoint; `status` reports it
-            logger.warning("ingest of %s in %s failed: %s", path, org, exc)
-
-    def status(self, org: str, path: str) -> DocumentStatus:
-        validate_organization_id(org)
-        snapshot = self.ingest_graph.get_state(self.config(org, path))
-        return status_from_snapshot(path, snapshot)
-
-    def list(self, org: str) -> list[DocumentStatus]:
-        """Files in the organization's store, each with its latest ingest status."""
-        return [self.status(org, f.path) for f in self.stack.files.list(org)]
-
-    def delete(self, org: str, path: str) -> bool:
-        """Vectors first, then the file: an orphaned file is acceptable, a searchable ghost is not."""
-        validate_organization_id(org)
-        path = validate_document_path(path)
-        with self._serialized(thread_id(org, path)):
-            existed = self.stack.files.exists(org, path)
-            self.stack.index.delete(namespace=org, filter={"path": path})
-            self.stack.files.delete(org, path)
-            config = self.config(org, path)
-            if self.ingest_graph.get_state(config).values:
-                self.ingest_graph.update_state(
-                    config,
-                    {"status": "deleted", "chunkCount": 0, "reason": "deleted", "error": None, "chunks": []},
-                    as_node="finalize",
-                )
-        return existed

@@ -1,30 +1,47 @@
-"""The agent without a chat model: retrieve, then quote the best-supported sentences with citations.
+"""The agent without a chat model: retrieve, then quote the sentences that answer, with citations.
 
 No model that ships offline answers well enough (DESIGN §6), so instead of a bad generated answer
-the graph returns an extractive one, clearly marked as such: every sentence in it is a verbatim
-sentence of the cited source.
+the graph returns an extractive one, clearly marked as such. It reads like an answer, not a dump:
+- it abstains when no sentence clears the answer floor, naming the closest sources instead;
+- a sentence said by two sources (a PDF and its HTML twin) is quoted once, citing both;
+- a table row is quoted with its header cells, never the header row alone (`tools.quotes`);
+- quotes are cleaned of Markdown link targets and footnote markers; the span each came from is in
+  the citation records (`citations`), so a UI can still highlight the raw source text;
+- the cited sources form their own block, file and page, for clients that ignore `sources`;
+- the reply streams as message chunks (`stream_mode="messages"`), so chat clients show progress.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
+from pydantic import Field
 
 from graphs.agent_state import LibrarianAgentState
+from graphs.citations import support_scorer, verify_message
 from graphs.context import LibrarianContext, organization_of
 from librarian.stack import Stack
-from tools.retrieval import SearchOptions, Source, search
-from tools.search import number_sources
+from tools.quotes import QuoteUnit, near_identical, quote_units
+from tools.retrieval import SearchOptions, SearchResult, Source, search
+from tools.search import merge_sources, number_sources
 
 EXTRACTIVE_NOTICE = "Extractive answer (no chat model is configured): the most relevant sentences, quoted."
 NOTHING_FOUND = "I found nothing relevant in this organization's documents."
-SENTENCE_BOUNDARY = re.compile(r"(?<=[.!?])\s+|\n+")
+NOT_ANSWERED = "This organization's documents do not answer this question. The closest sources:"
+ANSWER_FLOOR = 0.35
+"""MiniLM cosine between the question and the best quotable sentence below which the documents are
+taken not to answer (`LIBRARIAN_ANSWER_FLOOR` overrides). Measured by `bench/support_scorer.py
+--floor` on HotpotQA dev150: see README "Citations"."""
+QUOTE_LIMIT = 3
+SOURCES_QUOTED = 5  # quotes come from the top sources only: lower ones rarely hold the answer
 
 
 def last_question(messages: list[BaseMessage]) -> str:
@@ -39,23 +56,122 @@ def last_question(messages: list[BaseMessage]) -> str:
     return ""
 
 
-def sentences_of(text: str) -> list[str]:
-    """Sentences worth quoting: long enough to say something, stripped of table/markup noise."""
-    parts = (s.strip(" -*#|\t") for s in SENTENCE_BOUNDARY.split(text))
-    return [s for s in parts if len(s) >= 25 and sum(c.isalpha() for c in s) >= 15]
+@dataclass
+class Quote:
+    text: str
+    score: float
+    markers: list[int]
+    unit: QuoteUnit
+    origin: int = 0  # order of the first source quoted, for reading order
+    twins: list[int] = field(default_factory=list)
 
 
-def best_sentences(
-    stack: Stack, question: str, numbered: list[tuple[int, Source]], limit: int = 3
-) -> list[tuple[int, str]]:
-    """The `limit` sentences most similar to the question (bundled dense model), with their source."""
-    candidates = [(n, s) for n, source in numbered[:4] for s in sentences_of(source["text"])]
-    if not candidates:
-        return [(n, source["text"].strip()[:400]) for n, source in numbered[:1]]
-    query = np.asarray(stack.dense.embed_query(question), dtype=np.float32)
-    vectors = np.asarray(stack.dense.embed_documents([s for _, s in candidates]), dtype=np.float32)
-    order = np.argsort(-(vectors @ query))[:limit]
-    return [candidates[i] for i in sorted(order)]  # keep source order: reads better
+def scored_units(stack: Stack, question: str, numbered: list[tuple[int, Source]]) -> list[Quote]:
+    """Every quotable unit of the top sources, scored by similarity to the question (bundled model)."""
+    units = [(n, u) for n, source in numbered[:SOURCES_QUOTED] for u in quote_units(source["text"])]
+    if not units:
+        return []
+    embedder = support_scorer(stack).embedder
+    vectors = embedder.embed_array([question, *(u.text for _, u in units)])
+    scores = vectors[1:] @ vectors[0]
+    return [Quote(u.text, float(s), [n], u, origin=n) for (n, u), s in zip(units, scores, strict=True)]
+
+
+def choose_quotes(candidates: list[Quote], floor: float, limit: int = QUOTE_LIMIT) -> list[Quote]:
+    """The best `limit` distinct quotes above the floor; a near-identical quote from another source
+    adds that source's marker instead of a second bullet. Returned in source order (reads better)."""
+    chosen: list[Quote] = []
+    for candidate in sorted(candidates, key=lambda q: -q.score):
+        twin = next((q for q in chosen if near_identical(q.text, candidate.text)), None)
+        if twin is not None:
+            if candidate.markers[0] not in twin.markers:
+                twin.markers.append(candidate.markers[0])
+            continue
+        if candidate.score >= floor and len(chosen) < limit:
+            chosen.append(
+                Quote(
+                    candidate.text, candidate.score, list(candidate.markers), candidate.unit, candidate.origin
+                )
+            )
+    return sorted(chosen, key=lambda q: (q.origin, q.unit.start))
+
+
+def where(source: Source) -> str:
+    page = source.get("page") or 0
+    return f"{source['filename']}, page {page}" if page else source["filename"]
+
+
+def sources_block(numbered: dict[int, Source], markers: list[int]) -> str:
+    return "Sources:\n" + "\n".join(f"[{n}] {where(numbered[n])}" for n in sorted(set(markers)))
+
+
+def compose(quotes: list[Quote], numbered: dict[int, Source]) -> str:
+    bullets = "\n".join(f'- "{q.text}" ' + "".join(f"[{n}]" for n in q.markers) for q in quotes)
+    cited = [n for q in quotes for n in q.markers]
+    return f"{EXTRACTIVE_NOTICE}\n\n{bullets}\n\n{sources_block(numbered, cited)}"
+
+
+def abstain(numbered: list[tuple[int, Source]]) -> str:
+    closest = "\n".join(f"- {where(source)}" for _, source in numbered[:3])
+    return f"{NOT_ANSWERED}\n{closest}"
+
+
+class PreparedReply(BaseChatModel):
+    """A chat model that says one prepared text, streamed a line at a time.
+
+    Why a model: LangGraph streams message chunks (`stream_mode="messages"`) from chat-model runs inside
+    nodes, so the extractive answer goes through the same callbacks as a real model's tokens and chat
+    clients show it arriving, with no second streaming protocol to support.
+    """
+
+    reply: str
+    metadata_out: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def _llm_type(self) -> str:
+        return "librarian-extractive"
+
+    def _pieces(self) -> list[str]:
+        lines = self.reply.split("\n")
+        return [line + "\n" for line in lines[:-1]] + [lines[-1]]
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        message = AIMessage(content=self.reply, response_metadata=dict(self.metadata_out))
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        pieces = self._pieces()
+        for i, piece in enumerate(pieces):
+            last = i == len(pieces) - 1
+            chunk = ChatGenerationChunk(
+                message=AIMessageChunk(
+                    content=piece,
+                    response_metadata=dict(self.metadata_out) if last else {},
+                    chunk_position="last" if last else None,
+                )
+            )
+            if run_manager is not None:
+                run_manager.on_llm_new_token(piece, chunk=chunk)
+            yield chunk
+
+
+def retrieve(current: Stack, organization_id: str, question: str) -> SearchResult:
+    from tools.rerankers import make_reranker
+
+    options = SearchOptions.from_settings(current)
+    return search(current, organization_id, question, options, make_reranker(current))
 
 
 def build_extractive_agent(stack: Callable[[], Stack], checkpointer: Any = None):
@@ -63,21 +179,40 @@ def build_extractive_agent(stack: Callable[[], Stack], checkpointer: Any = None)
         organization_id = organization_of(config, runtime)
         current = stack()
         question = last_question(state.get("messages", []))
-        from tools.rerankers import make_reranker
-
-        result = search(
-            current, organization_id, question, SearchOptions.from_settings(current), make_reranker(current)
-        )
-        numbered = number_sources(state.get("sources") or [], result["sources"])
+        result = retrieve(current, organization_id, question)
+        known = state.get("sources") or []
+        numbered = number_sources(known, result["sources"])
+        everything = merge_sources(known, result["sources"])
+        records: list[Any] = []
         if not numbered:
-            reply = AIMessage(content=NOTHING_FOUND, response_metadata={"answer_mode": "extractive"})
-            return {"messages": [reply]}
-        quotes = best_sentences(current, question, numbered)
-        lines = [EXTRACTIVE_NOTICE, *(f'- "{sentence}" [{n}]' for n, sentence in quotes)]
-        cited = ", ".join(f"[{n}] {s['filename']} p.{s['page']}" for n, s in numbered[:4])
-        lines.append(f"Sources: {cited}")
-        reply = AIMessage(content="\n".join(lines), response_metadata={"answer_mode": "extractive"})
-        return {"messages": [reply], "sources": result["sources"]}
+            text = NOTHING_FOUND
+        else:
+            floor = current.settings.answer_floor
+            quotes = choose_quotes(
+                scored_units(current, question, numbered), ANSWER_FLOOR if floor is None else floor
+            )
+            text = compose(quotes, dict(numbered)) if quotes else abstain(numbered)
+            if quotes:
+                revised, records = verify_message(
+                    AIMessage(content=text),
+                    everything,
+                    support_scorer(current),
+                    None,
+                    current.settings.unsupported_sentences,
+                    start=len(EXTRACTIVE_NOTICE),
+                    end=text.rindex("\n\nSources:"),
+                )
+                draft, text = text, (revised.content if revised is not None else text)
+        model = PreparedReply(reply=text, metadata_out={"answer_mode": "extractive"})
+        reply = model.invoke(state.get("messages", []), config)
+        if any(r["action"] != "kept" for r in records):  # offsets in `citations` refer to the draft
+            reply = reply.model_copy(
+                update={"additional_kwargs": {**reply.additional_kwargs, "unverified_content": draft}}
+            )
+        update: dict[str, Any] = {"messages": [reply], "citations": records}
+        if result["sources"]:
+            update["sources"] = result["sources"]
+        return update
 
     builder = StateGraph(LibrarianAgentState, context_schema=LibrarianContext)
     builder.add_node("retrieve_and_quote", retrieve_and_quote)

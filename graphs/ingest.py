@@ -5,8 +5,9 @@
                                               Send × ceil(n/batch) ─► upsert_batch ─► finalize
                                                           (no chunks / skipped) ───────► finalize
 
-`graph` (module level) is what `langgraph.json` serves: the server supplies the checkpointer.
-Plain Python builds its own with `build_ingest_graph(checkpointer=...)`.
+`graph` (module level) is what `langgraph.json` serves: the server supplies the checkpointer, and
+parse and embed run in the server's low-priority ingest worker (`graphs/ingest_worker.py`). Plain
+Python builds its own with `build_ingest_graph(checkpointer=...)`, which parses and embeds inline.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from langgraph.types import Checkpointer, RetryPolicy
 from graphs.context import LibrarianContext
 from graphs.ingest_nodes import IngestNodes, StackSupplier
 from graphs.ingest_state import IngestInput, IngestOutput, IngestState
+from graphs.ingest_worker import IngestOffload, server_offload
+from graphs.threads import thread_id
 from librarian.errors import TransientProviderError
 from librarian.stack import get_stack
 
@@ -29,18 +32,15 @@ PROVIDER_RETRY = RetryPolicy(max_attempts=4, initial_interval=1.0, backoff_facto
 # and raced each other's index commits (peak RSS of a 250-page PDF: 1,162 MiB unbounded, 1,000 at 2).
 # A run's own config may still set `max_concurrency`.
 UPSERT_WORKERS = 2
-
-
-def thread_id(organization_id: str, path: str) -> str:
-    """Plain-Python thread id of a document; the server uses uuid5 of the same string."""
-    return f"{organization_id}:{path}"
+__all__ = ["UPSERT_WORKERS", "add_ingest_nodes", "build_ingest_graph", "graph", "thread_id"]
 
 
 def add_ingest_nodes(builder: StateGraph, nodes: IngestNodes) -> StateGraph:
     """Nodes shared by the ingest and re-embed graphs, from map_chunks to finalize."""
     builder.add_node("map_chunks", nodes.map_chunks)
     builder.add_node("delete_vectors", nodes.delete_vectors, retry_policy=PROVIDER_RETRY)
-    builder.add_node("upsert_batch", nodes.upsert_batch, retry_policy=PROVIDER_RETRY)
+    upsert = nodes.aupsert_batch if nodes.offloaded else nodes.upsert_batch
+    builder.add_node("upsert_batch", upsert, retry_policy=PROVIDER_RETRY)
     builder.add_node("finalize", nodes.finalize)
     builder.add_edge("map_chunks", "delete_vectors")
     builder.add_conditional_edges("delete_vectors", nodes.plan_batches, ["upsert_batch", "finalize"])
@@ -49,15 +49,24 @@ def add_ingest_nodes(builder: StateGraph, nodes: IngestNodes) -> StateGraph:
     return builder
 
 
-def build_ingest_graph(stack: StackSupplier = get_stack, checkpointer: Checkpointer = None):
-    """Compile the ingest graph over the given providers (default: from the environment)."""
-    nodes = IngestNodes(stack)
+def build_ingest_graph(
+    stack: StackSupplier = get_stack, checkpointer: Checkpointer = None, offload: IngestOffload | None = None
+):
+    """Compile the ingest graph over the given providers (default: from the environment).
+
+    With `offload` (the server), parse and embed run as async nodes in its low-priority worker
+    process; without it (plain Python) they run inline and the graph can be invoked synchronously.
+    """
+    nodes = IngestNodes(stack, offload)
     builder = StateGraph(
         IngestState, context_schema=LibrarianContext, input_schema=IngestInput, output_schema=IngestOutput
     )
     builder.add_node("load_file", nodes.load_file, destinations=("parse", "delete_vectors", "finalize"))
     builder.add_node(
-        "parse", nodes.parse, retry_policy=PROVIDER_RETRY, destinations=("map_chunks", "delete_vectors")
+        "parse",
+        nodes.aparse if offload else nodes.parse,
+        retry_policy=PROVIDER_RETRY,
+        destinations=("map_chunks", "delete_vectors"),
     )
     builder.add_edge(START, "load_file")
     add_ingest_nodes(builder, nodes)
@@ -66,4 +75,4 @@ def build_ingest_graph(stack: StackSupplier = get_stack, checkpointer: Checkpoin
     )
 
 
-graph = build_ingest_graph()
+graph = build_ingest_graph(offload=server_offload())

@@ -7,24 +7,39 @@ steps; the parse result itself stays in the parse cache beside the file and is r
 
 from __future__ import annotations
 
+import asyncio
+import io
+import re
+import zipfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, Overwrite, Send
 
+from graphs.cancellation import path_fence, raise_if_cancelled
 from graphs.context import organization_of
 from graphs.ingest_state import ChunkRecord, IngestState, UpsertJob
 from librarian.errors import DocumentError, InvalidPathError
 from librarian.files.paths import filename_of, validate_document_path
 from librarian.index.base import VectorRecord, record_id
+from librarian.parsing import media
 from librarian.parsing.cache import ParseCache, content_hash
 from librarian.parsing.media import guess_media_type
 from librarian.parsing.types import Chunk, ParseResult
 from librarian.stack import Stack
 
+if TYPE_CHECKING:
+    from graphs.ingest_worker import IngestOffload
+
 StackSupplier = Callable[[], Stack]
+SLIDE_NAME = re.compile(r"ppt/slides/slide\d+\.xml")
+CLEANUP_REASONS = {
+    "deleted": "the document was deleted (vectors removed)",
+    "cancelled": "the ingest was cancelled; nothing of it remains in the index",
+}
 
 
 def now() -> str:
@@ -83,6 +98,51 @@ def vector_record(job: UpsertJob, chunk: ChunkRecord, dense: list[float], sparse
     return record
 
 
+def page_count(data: bytes, media_type: str) -> int | None:
+    """Pages (slides) of a PDF or PPTX without parsing them; None for other formats or unreadable files
+    (the parser then reports what is wrong with them)."""
+    try:
+        if media_type == media.PDF:
+            import pypdfium2 as pdfium
+
+            document = pdfium.PdfDocument(data)
+            try:
+                return len(document)
+            finally:
+                document.close()
+        if media_type == media.PPTX:
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                return sum(1 for n in archive.namelist() if SLIDE_NAME.fullmatch(n))
+    except Exception:  # a corrupt file is the parser's to describe
+        return None
+    return None
+
+
+def pages_over_limit(pages: int | None, limit: int) -> dict[str, Any] | None:
+    if pages is None or pages <= limit:
+        return None
+    reason = (
+        f"the document has {pages} pages; the limit LIBRARIAN_MAX_PAGES_PER_DOCUMENT is {limit} "
+        "(nothing was embedded)"
+    )
+    return _stop("skipped", "too_many_pages", reason)
+
+
+@dataclass(frozen=True)
+class _ParseJob:
+    """What the parser needs, and the state update it completes (between `parse`'s two halves)."""
+
+    org: str
+    path: str
+    filename: str
+    media_type: str
+    data: bytes
+    base: dict[str, Any]
+
+    def failed(self, exc: DocumentError) -> Command:
+        return Command(goto="delete_vectors", update={**self.base, **_stop(exc.status, exc.code, str(exc))})
+
+
 def run_reset() -> dict[str, Any]:
     """Per-run fields every run starts from; `indexedCount` too, since reducers add across runs."""
     return {
@@ -93,6 +153,7 @@ def run_reset() -> dict[str, Any]:
         "chunkCount": 0,
         "chunks": [],
         "parseCacheHit": False,
+        "cleanup": None,
         "startedAt": now(),
     }
 
@@ -105,8 +166,13 @@ def _stop(status: str, error: str, reason: str) -> dict[str, Any]:
 class IngestNodes:
     """The node functions, bound to a stack supplier so tests and the server can choose providers."""
 
-    def __init__(self, stack: StackSupplier) -> None:
+    def __init__(self, stack: StackSupplier, offload: IngestOffload | None = None) -> None:
         self._stack = stack
+        self._offload = offload  # the server's low-priority worker; None: parse and embed inline
+
+    @property
+    def offloaded(self) -> bool:
+        return self._offload is not None
 
     # --- load_file ---------------------------------------------------------------------------
     def load_file(self, state: IngestState, config: RunnableConfig, runtime: Any) -> Command:
@@ -122,6 +188,10 @@ class IngestNodes:
         except InvalidPathError as exc:
             return Command(goto="finalize", update={**reset, **_stop("failed", exc.code, str(exc))})
         filename = state.get("filename") or filename_of(path)
+        cleanup = state.get("cleanup")
+        if cleanup in CLEANUP_REASONS:
+            update = _stop(cleanup, cleanup, CLEANUP_REASONS[cleanup])
+            return Command(goto="delete_vectors", update={**reset, "filename": filename, **update})
         stored = self._stack().files.stat(org, path)
         if stored is None:
             update = _stop("skipped", "file_not_found", "the file does not exist (vectors removed)")
@@ -140,6 +210,32 @@ class IngestNodes:
 
         Retries of this node and re-embeds therefore never pay for a second parse.
         """
+        job = self._parse_start(state, config, runtime)
+        if isinstance(job, Command):
+            return job
+        try:
+            result = self._stack().parser.parse(job.data, job.filename, job.media_type)
+        except DocumentError as exc:
+            return job.failed(exc)
+        return self._parse_done(job, result)
+
+    async def aparse(self, state: IngestState, config: RunnableConfig, runtime: Any) -> Command:
+        """`parse` for the server: the parser runs in the low-priority ingest worker process."""
+        job = await asyncio.to_thread(self._parse_start, state, config, runtime)
+        if isinstance(job, Command):
+            return job
+        assert self._offload is not None
+        try:
+            result = await self._offload.parse(
+                self._stack().settings, job.org, job.data, job.filename, job.media_type
+            )
+        except DocumentError as exc:
+            return job.failed(exc)
+        return await asyncio.to_thread(self._parse_done, job, result)
+
+    def _parse_start(self, state: IngestState, config: RunnableConfig, runtime: Any) -> Command | _ParseJob:
+        """Everything before the parser: read, hash, page limit, cache lookup (a hit ends here)."""
+        raise_if_cancelled(runtime)
         org = organization_of(config, runtime)
         stack = self._stack()
         path = state["path"]
@@ -151,15 +247,17 @@ class IngestNodes:
         digest = content_hash(data)
         media_type = state.get("mediaType") or guess_media_type(state["filename"], data)
         parser_key = stack.parser.cache_key
-        cache = ParseCache(stack.files)
         base = {"contentHash": digest, "parser": parser_key, "mediaType": media_type}
-        if cache.get(org, path, digest, parser_key) is not None:
+        over = pages_over_limit(page_count(data, media_type), stack.settings.max_pages_per_document)
+        if over:  # known before parsing a single page
+            return Command(goto="delete_vectors", update={**base, **over})
+        if ParseCache(stack.files).get(org, path, digest, parser_key) is not None:
             return Command(goto="map_chunks", update={**base, "parseCacheHit": True})
-        try:
-            result = stack.parser.parse(data, state["filename"], media_type)
-        except DocumentError as exc:
-            return Command(goto="delete_vectors", update={**base, **_stop(exc.status, exc.code, str(exc))})
-        cache.put(org, path, digest, parser_key, result)
+        return _ParseJob(org, path, state["filename"], media_type, data, base)
+
+    def _parse_done(self, job: _ParseJob, result: ParseResult) -> Command:
+        base = job.base
+        ParseCache(self._stack().files).put(job.org, job.path, base["contentHash"], base["parser"], result)
         return Command(goto="map_chunks", update={**base, "parseCacheHit": False})
 
     # --- map_chunks ------------------------------------------------------------------------------
@@ -174,13 +272,24 @@ class IngestNodes:
         chunks = [c for c in chunk_records(result) if c["embedText"].strip()]
         if not chunks:
             return _stop("skipped", "empty_document", "the document has no text to index")
+        settings = stack.settings
+        over = pages_over_limit(max(c["page"] for c in chunks), settings.max_pages_per_document)
+        if over:  # formats whose pages are only known once parsed
+            return over
+        if len(chunks) > settings.max_chunks_per_document:
+            reason = (
+                f"the document has {len(chunks)} chunks; the limit LIBRARIAN_MAX_CHUNKS_PER_DOCUMENT "
+                f"is {settings.max_chunks_per_document} (nothing was embedded)"
+            )
+            return _stop("skipped", "too_many_chunks", reason)
         return {"chunks": chunks}
 
     # --- delete_vectors --------------------------------------------------------------------------
     def delete_vectors(self, state: IngestState, config: RunnableConfig, runtime: Any) -> dict[str, Any]:
         """Delete the path's vectors: overwrite and skip both start here (invariant 3)."""
         org = organization_of(config, runtime)
-        self._stack().index.delete(namespace=org, filter={"path": state["path"]})
+        with path_fence(org, state["path"]):
+            self._stack().index.delete(namespace=org, filter={"path": state["path"]})
         return {}
 
     # --- plan_batches (conditional edge) -----------------------------------------------------
@@ -209,11 +318,28 @@ class IngestNodes:
         """Embed `embedText` (dense + sparse) and upsert with `text` stored in metadata."""
         org = organization_of(config, runtime)
         stack = self._stack()
+        raise_if_cancelled(runtime)
         texts = [c["embedText"] for c in job["chunks"]]
         dense = stack.dense.embed_documents(texts)
         sparse = stack.sparse.embed_documents(texts)
+        return self._write(org, job, dense, sparse, runtime)
+
+    async def aupsert_batch(self, job: UpsertJob, config: RunnableConfig, runtime: Any) -> dict[str, Any]:
+        """`upsert_batch` for the server: embedding runs in the low-priority ingest worker process."""
+        org = organization_of(config, runtime)
+        raise_if_cancelled(runtime)
+        assert self._offload is not None
+        texts = [c["embedText"] for c in job["chunks"]]
+        dense, sparse = await self._offload.embed(self._stack().settings, org, texts)
+        return await asyncio.to_thread(self._write, org, job, dense, sparse, runtime)
+
+    def _write(self, org: str, job: UpsertJob, dense: list, sparse: list, runtime: Any) -> dict[str, Any]:
         records = [vector_record(job, c, d, s) for c, d, s in zip(job["chunks"], dense, sparse, strict=True)]
-        written = stack.index.upsert(records, namespace=org)
+        # A cancelled run writes nothing from here on; the fence orders this write against the
+        # follow-up run's delete, so what was written before the cancel is deleted after it.
+        with path_fence(org, job["path"]):
+            raise_if_cancelled(runtime)
+            written = self._stack().index.upsert(records, namespace=org)
         return {"indexedCount": written}
 
     # --- finalize ----------------------------------------------------------------------------------
@@ -221,7 +347,7 @@ class IngestNodes:
         """Status from the summed count; chunks are dropped so status reads stay small."""
         expected = len(state.get("chunks") or [])
         indexed = state.get("indexedCount", 0)
-        update: dict[str, Any] = {"chunkCount": indexed, "updatedAt": now(), "chunks": []}
+        update: dict[str, Any] = {"chunkCount": indexed, "updatedAt": now(), "chunks": [], "cleanup": None}
         if state.get("status") == "running":
             if indexed == expected and indexed > 0:
                 update.update(status="indexed", reason=None, error=None)

@@ -8,9 +8,11 @@ Reducers accumulate across runs of a thread, so `load_file` resets it with `Over
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Literal, NotRequired, TypedDict
+from typing import Annotated, Literal, NotRequired
 
-Status = Literal["running", "indexed", "skipped", "failed"]
+from typing_extensions import TypedDict  # pydantic (Studio's schemas) needs it on Python < 3.12
+
+Status = Literal["running", "indexed", "skipped", "failed", "deleted", "cancelled"]
 
 
 class ChunkRecord(TypedDict):
@@ -28,12 +30,16 @@ class IngestInput(TypedDict):
     path: str  # "docs/{filename}"
     filename: NotRequired[str]
     mediaType: NotRequired[str]
+    # Set only by `DocumentOps` for the follow-up run of a delete or a cancel: the run deletes the
+    # path's vectors and ends with this status. Clients cannot run this graph directly.
+    cleanup: NotRequired[Literal["deleted", "cancelled"]]
 
 
 class IngestState(TypedDict, total=False):
     path: str
     filename: str
     mediaType: str
+    cleanup: str | None
     sizeBytes: int
     contentHash: str
     parser: str

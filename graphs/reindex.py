@@ -17,6 +17,7 @@ from graphs.context import LibrarianContext, organization_of
 from graphs.ingest import UPSERT_WORKERS, add_ingest_nodes
 from graphs.ingest_nodes import IngestNodes, StackSupplier, run_reset
 from graphs.ingest_state import IngestInput, IngestOutput, IngestState
+from graphs.ingest_worker import IngestOffload, server_offload
 from librarian.files.paths import filename_of, validate_document_path
 from librarian.parsing.cache import ParseCache, content_hash
 from librarian.parsing.media import guess_media_type
@@ -56,8 +57,11 @@ class ReindexNodes(IngestNodes):
         return Command(goto="map_chunks", update={**reset, **update})
 
 
-def build_reindex_graph(stack: StackSupplier = get_stack, checkpointer=None):
-    nodes = ReindexNodes(stack)
+def build_reindex_graph(
+    stack: StackSupplier = get_stack, checkpointer=None, offload: IngestOffload | None = None
+):
+    """Compile the re-embed graph; `offload` as in `build_ingest_graph` (the server embeds in its worker)."""
+    nodes = ReindexNodes(stack, offload)
     builder = StateGraph(
         IngestState, context_schema=LibrarianContext, input_schema=IngestInput, output_schema=IngestOutput
     )
@@ -73,4 +77,4 @@ def build_reindex_graph(stack: StackSupplier = get_stack, checkpointer=None):
     )
 
 
-graph = build_reindex_graph()
+graph = build_reindex_graph(offload=server_offload())

@@ -3,13 +3,15 @@
 Pure functions over PyJWT, so the server's auth handler, the CLI and tests share one definition of a
 valid token. The organization a token names becomes the namespace searched, so verification is
 strict on purpose: an explicit algorithm allow-list (never `none`, never "whatever the header
-says"), a required expiry, and an active organization that must be one of the token's memberships.
+says"), a required numeric expiry (and numeric `iat`/`nbf` when present), a bounded lifetime for
+shared-secret tokens, and an active organization that must be one of the token's memberships.
 
 Claims: `sub` (user), `org` (active organization), `orgs` (memberships), `role`, `exp`.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,7 +31,10 @@ HMAC_ALGORITHMS = ("HS256",)
 JWKS_ALGORITHMS = ("RS256", "RS384", "RS512", "ES256", "ES384", "PS256")
 ROLES = ("member", "admin", "reader")
 DEFAULT_TTL_S = 3600
+#: Default longest life of a shared-secret token (`LIBRARIAN_AUTH_MAX_TOKEN_LIFETIME_S`).
+MAX_LIFETIME_S = 24 * 3600
 _LEEWAY_S = 10
+_TIME_CLAIMS = ("exp", "iat", "nbf")
 
 
 class AuthenticationError(LibrarianError):
@@ -117,8 +122,33 @@ def principal_from_claims(claims: dict[str, Any]) -> Principal:
     )
 
 
+def check_time_claims(claims: dict[str, Any], *, max_lifetime_s: int | None, now: float) -> None:
+    """Time claims must be finite numbers (RFC 7519 NumericDate), and a lifetime may be capped.
+
+    PyJWT converts with `int()`, so `"exp": "99999999999"` or `1e308` would pass its checks and
+    make a token that never expires. With a cap, `exp - iat` (or `exp - now` without `iat`) must
+    not exceed it, and neither may `exp - now`, so a future `iat` cannot stretch the window.
+    """
+    for name in _TIME_CLAIMS:
+        if name not in claims:
+            continue
+        value = claims[name]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise AuthenticationError(f"token claim {name!r} is not a number of seconds")
+    if max_lifetime_s is None:
+        return
+    exp = claims["exp"]
+    start = claims.get("iat", now)
+    if exp - start > max_lifetime_s or exp - now > max_lifetime_s + _LEEWAY_S:
+        raise AuthenticationError(f"token lifetime exceeds the limit of {max_lifetime_s} seconds")
+
+
 class TokenVerifier:
-    """Verifies bearer tokens with an HS256 secret or an issuer's JWKS (one of the two)."""
+    """Verifies bearer tokens with an HS256 secret or an issuer's JWKS (one of the two).
+
+    `max_lifetime_s` caps shared-secret tokens only: a leaked HS256 secret must not mint tokens that
+    outlive its rotation. An identity provider's tokens follow that provider's policy.
+    """
 
     def __init__(
         self,
@@ -127,6 +157,7 @@ class TokenVerifier:
         jwks_url: str | None = None,
         issuer: str | None = None,
         audience: str | None = None,
+        max_lifetime_s: int = MAX_LIFETIME_S,
     ) -> None:
         if jwks_url:
             self._jwks: jwt.PyJWKClient | None = jwt.PyJWKClient(jwks_url, cache_keys=True, lifespan=300)
@@ -138,6 +169,7 @@ class TokenVerifier:
             self._algorithms = HMAC_ALGORITHMS
         self._issuer = issuer
         self._audience = audience
+        self._max_lifetime_s = None if self._jwks is not None else max_lifetime_s
 
     def _key(self, token: str) -> Any:
         if self._jwks is None:
@@ -163,8 +195,10 @@ class TokenVerifier:
             )
         except jwt.ExpiredSignatureError:
             raise AuthenticationError("token has expired") from None
-        except jwt.InvalidTokenError:
+        except (jwt.InvalidTokenError, OverflowError, ValueError, TypeError):
+            # PyJWT's int() conversions raise OverflowError on `"exp": Infinity` (JSON allows it).
             raise AuthenticationError("token is invalid") from None
+        check_time_claims(claims, max_lifetime_s=self._max_lifetime_s, now=time.time())
         return principal_from_claims(claims)
 
 
@@ -175,6 +209,7 @@ def verifier_from_settings(settings: Settings) -> TokenVerifier:
         jwks_url=settings.auth_jwks_url,
         issuer=settings.auth_issuer,
         audience=settings.auth_audience,
+        max_lifetime_s=settings.auth_max_token_lifetime_s,
     )
 
 

@@ -1,18 +1,27 @@
-"""Builds the configured providers once per process: the only place that maps settings to classes.
+"""Builds the configured providers: the only place that maps settings to classes.
 
 Imports are lazy so that choosing the embedded defaults never imports a cloud SDK, and vice versa.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import contextlib
+import ctypes
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any, TypeVar
 
 from librarian.embeddings.base import DenseEmbedder, SparseEmbedder
 from librarian.files.base import FileStore
+from librarian.graph.store import GraphStore
 from librarian.index.base import EmbeddingContract, VectorIndex
 from librarian.parsing.types import Parser
 from librarian.settings import Settings, get_settings
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -20,6 +29,25 @@ class Stack:
     """The providers of one process. Each is created on first use and then shared."""
 
     settings: Settings
+    _memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _memo_lock: Any = field(default_factory=threading.RLock, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # A dropped stack frees its models and sessions, but glibc keeps freed arenas mapped: without
+        # this, notebooks and tests that build stacks repeatedly still grew ~60 MiB per round.
+        weakref.finalize(self, _return_freed_memory)
+
+    def memo(self, key: str, build: Callable[[], T]) -> T:
+        """An object built once per stack by code outside `librarian` (e.g. the query-time reranker).
+
+        Query-time helpers live in `tools/`, which `librarian` must not import; they keep their
+        per-stack objects here so that each is built once, not on every call. A failed build is not
+        remembered: the next call raises again with the same clear error.
+        """
+        with self._memo_lock:
+            if key not in self._memo:
+                self._memo[key] = build()
+            return self._memo[key]
 
     @cached_property
     def files(self) -> FileStore:
@@ -58,6 +86,10 @@ class Stack:
                 base_url=s.openai_base_url,
                 batch_size=s.embed_batch_size,
             )
+        if s.dense_embedder == "e5":
+            from librarian.embeddings.e5 import E5Embedder
+
+            return E5Embedder(batch_size=s.embed_batch_size)
         from librarian.embeddings.minilm import MiniLMEmbedder
 
         return MiniLMEmbedder(batch_size=s.embed_batch_size)
@@ -101,14 +133,40 @@ class Stack:
 
         return LanceVectorIndex(s.lance_dir, contract=self.contract, compact_every=s.lance_compact_every)
 
+    @cached_property
+    def graph_store(self) -> GraphStore:
+        """GraphRAG store: SQLite in the data directory, PostgreSQL when LIBRARIAN_POSTGRES_URL is set."""
+        from librarian.graph.store import open_graph_store
 
-_stacks: dict[int, Stack] = {}
+        return open_graph_store(self.settings)
+
+
+def _return_freed_memory() -> None:
+    """Give freed heap pages back to the OS (glibc `malloc_trim`); a no-op elsewhere."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+# The environment's stack lives as long as the process: graph nodes ask for it on every step.
+# Stacks for explicit settings (tests, notebooks, benchmarks) are held weakly: keying them strongly
+# by `id(settings)` kept every stack built in a process alive, models, sessions and index handles
+# included (+150-230 MiB per build-ingest-drop round), and a reused id could even return a stale one.
+_env_stack: Stack | None = None
+_stacks: weakref.WeakValueDictionary[int, Stack] = weakref.WeakValueDictionary()
+_guard = threading.Lock()
 
 
 def get_stack(settings: Settings | None = None) -> Stack:
-    """The process-wide stack for `settings` (default: from the environment)."""
+    """The stack for `settings` (default: from the environment), shared while anyone holds it."""
+    global _env_stack
     settings = settings or get_settings()
-    key = id(settings)
-    if key not in _stacks:
-        _stacks[key] = Stack(settings)
-    return _stacks[key]
+    with _guard:
+        if get_settings.cache_info().currsize and settings is get_settings():
+            if _env_stack is None or _env_stack.settings is not settings:
+                _env_stack = Stack(settings)
+            return _env_stack
+        stack = _stacks.get(id(settings))
+        if stack is None or stack.settings is not settings:
+            stack = Stack(settings)
+            _stacks[id(settings)] = stack
+        return stack

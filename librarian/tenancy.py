@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from librarian.errors import TenantError
+
+if TYPE_CHECKING:  # imported lazily at run time: the CLI checks organization ids without langgraph
+    from langgraph.prebuilt.tool_node import ToolRuntime
+    from langgraph.runtime import Runtime
 
 ORG_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 
@@ -81,3 +85,21 @@ def resolve_organization(config: Mapping[str, Any] | None, context: Any = None) 
             "(plain Python) or authenticate (server); there is no default namespace"
         )
     return validate_organization_id(trusted)
+
+
+def organization_of(
+    config: Mapping[str, Any] | None, runtime: Runtime[Any] | ToolRuntime | None = None
+) -> str:
+    """The organization of a graph node's or a tool's run: the one accessor both use.
+
+    A node passes the `Runtime[LibrarianContext]` LangGraph gives it, a tool its injected `ToolRuntime`
+    (whose config is the run's). Only runtimes LangGraph made are read: any other object passed as
+    `runtime` (a plain-Python caller's `{"runtime": {...}}` tool argument, say) is ignored, so it
+    cannot name an organization.
+    """
+    from langgraph.prebuilt.tool_node import ToolRuntime
+    from langgraph.runtime import Runtime
+
+    if isinstance(runtime, ToolRuntime):
+        return resolve_organization(runtime.config, runtime.context)
+    return resolve_organization(config, runtime.context if isinstance(runtime, Runtime) else None)

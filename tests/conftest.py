@@ -34,3 +34,20 @@ def settings(tmp_path, monkeypatch):
         }:
             monkeypatch.delenv(name, raising=False)
     return load_settings(data_dir=tmp_path / "data")
+
+
+def require_postgres() -> None:
+    """Skip a PostgreSQL test when the server is unreachable on a developer machine; fail it under CI.
+
+    CI runners set `CI` (and `.ci/run` exports `CI=true`), where a missing server is a broken setup that
+    must not pass as a green run with the durability tests skipped.
+    """
+    import psycopg
+
+    try:
+        psycopg.connect(POSTGRES_URL, connect_timeout=3).close()
+    except psycopg.OperationalError as error:
+        message = f"PostgreSQL is not reachable at {POSTGRES_URL}: {error}"
+        if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
+            pytest.fail(f"{message} (CI is set: PostgreSQL tests must run)", pytrace=False)
+        pytest.skip(message)

@@ -101,7 +101,16 @@ def _chat_model(stack: Stack) -> Any:
 
 
 def make_reranker(stack: Stack) -> Reranker:
-    """The reranker chosen by `settings.reranker`; cloud SDKs are imported only when chosen."""
+    """The reranker chosen by `settings.reranker`, built once per stack and shared by every search.
+
+    Rerankers hold models and caches (the local one keeps sentence and token vectors per chunk), so
+    building one per call threw the caches away and reloaded the scorer on every question.
+    """
+    return stack.memo("reranker", lambda: build_reranker(stack))
+
+
+def build_reranker(stack: Stack) -> Reranker:
+    """A new reranker for `settings.reranker`; cloud SDKs are imported only when chosen."""
     s = stack.settings
     choice = s.reranker
     if choice == "none":

@@ -11,6 +11,9 @@ given as an object or `{"scorer" | "model", "options": {"weights", "top_k"}}`, p
 `database_config`, `include_vectors` / `include_sources`, a store instance or a resolver, and
 per-run overrides (Mastra's request context) under `vector_query` in the run's context or
 `configurable`. It returns `{relevantContext, sources}` with Mastra's `QueryResult` shape.
+
+Retrieval itself is `tools.retrieval.retrieve`, the pipeline `search_documents` runs: for the same
+query and settings both tools return the same sources (tests/integration/test_retrieval_core.py).
 """
 
 from __future__ import annotations
@@ -26,12 +29,13 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
 from librarian.embeddings.base import DenseEmbedder, SparseEmbedder
-from librarian.index.base import EmbeddingContract, QueryMatch, VectorIndex
+from librarian.index.base import EmbeddingContract, VectorIndex
 from librarian.index.contract import check_contract
 from librarian.index.filters import InvalidFilterError
 from librarian.stack import Stack, get_stack
 from librarian.tenancy import resolve_organization
 from tools.rerank_base import Reranked, Reranker
+from tools.retrieval import QueryChannels, SearchOptions, retrieve
 from tools.vector_query_options import (
     QuerySettings,
     StoreOptions,
@@ -240,20 +244,25 @@ def create_vector_query_tool(
         if not query_text.strip():
             return _result([], settings.include_sources)
         k = settings.top_k if "top_k" in overrides else (top_k or settings.top_k)  # Mastra's precedence
-        sparse_query = options.sparse_vector if sparse is None else sparse.embed_query(query_text)
-        matches = index.query(
-            namespace=organization_id,
-            vector=dense.embed_query(query_text),
-            sparse_vector=sparse_query if sparse_query and sparse_query.get("indices") else None,
+        search_options = SearchOptions(
+            top_k=k,
             alpha=alpha,
-            top_k=max(k, current.settings.candidates) if rerank_with is not None else k,
+            candidates=current.settings.candidates,
             filter=_and(settings.filter, model_filter) or None,
+            min_score=options.min_score,
             include_values=settings.include_vectors,
-            include_metadata=True,
+            require_text=False,  # Mastra returns every match; a record without text has document ""
         )
-        if options.min_score is not None:
-            matches = [m for m in matches if m.score >= options.min_score]
-        ranked = _rank(query_text, matches, rerank_with, rerank_top_k or k)
+        channels = QueryChannels(
+            index=index,
+            dense=dense,
+            sparse=sparse,
+            sparse_vector=options.sparse_vector,
+            use_sparse=alpha < 1.0,
+        )
+        ranked = retrieve(
+            current, organization_id, query_text, search_options, rerank_with, channels, rerank_top_k or k
+        )
         results = [query_result(item, settings.include_vectors) for item in ranked]
         return _result(results, settings.include_sources)
 
@@ -265,14 +274,6 @@ def create_vector_query_tool(
     )
     tool.handle_tool_error = True  # ToolException (a bad filter) goes back to the model to fix
     return tool
-
-
-def _rank(query: str, matches: list[QueryMatch], reranker: Reranker | None, top_k: int) -> list[Reranked]:
-    if reranker is None:
-        return [Reranked(match=m, score=m.score, details={}) for m in matches[:top_k]]
-    floor = reranker.floor
-    ranked = reranker.rerank(query, matches, top_k)
-    return [r for r in ranked if floor is None or r.score >= floor][:top_k]
 
 
 def _result(results: list[dict[str, Any]], include_sources: bool) -> dict[str, Any]:

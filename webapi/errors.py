@@ -3,19 +3,28 @@
 Clients branch on `code`, so codes are stable identifiers; messages are for people and never carry
 tracebacks, tokens or file system paths.
 
-The server's auth middleware answers 401/403 itself, as `{"detail": ...}`, before a route runs.
-`ErrorShapeMiddleware` rewrites those answers on Librarian's own paths so that a client of the
-document routes sees one shape whatever layer refused it; the Platform API keeps its own shape.
+The server's auth middleware and the Platform API answer errors as `{"detail": ...}`.
+`ErrorShapeMiddleware` wraps the whole server (custom-app middleware runs outside every route) and
+rewrites each error into this shape, so a client sees one shape whatever layer refused it. Outside
+Librarian's own paths the `detail` key is kept too, for LangGraph SDKs that read it.
+
+It is also the last net for exceptions nobody handled: the client gets a generic 500 in this shape
+(never a traceback), and the exception is logged with its traceback so real faults stay visible.
+Causes that clients can trigger are fixed where they arise (auth handlers, `webapi.guard`); the net
+only keeps a missed one from reaching a client raw.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+logger = logging.getLogger("librarian.server")
 
 _CODES = {
     400: "bad_request",
@@ -23,6 +32,11 @@ _CODES = {
     403: "forbidden",
     404: "not_found",
     405: "method_not_allowed",
+    409: "conflict",
+    413: "too_large",
+    415: "unsupported_media_type",
+    422: "invalid_request",
+    429: "too_many_requests",
 }
 
 
@@ -32,6 +46,11 @@ class ApiError(Exception):
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
+
+
+def code_for(status: int) -> str:
+    """The stable error code of an HTTP status."""
+    return _CODES.get(status, "error" if status < 500 else "internal_error")
 
 
 def error_body(code: str, message: str) -> dict[str, Any]:
@@ -44,22 +63,29 @@ def error_response(status: int, code: str, message: str) -> JSONResponse:
 
 
 class ErrorShapeMiddleware:
-    """Rewrite `{"detail": ...}` error bodies (from layers outside our handlers) on our paths."""
+    """Rewrite `{"detail": ...}` error bodies into the error shape; answer unhandled errors with 500.
+
+    `prefixes` are Librarian's own paths, whose errors carry only `error`; elsewhere (the Platform
+    API) `detail` is kept beside it.
+    """
 
     def __init__(self, app: ASGIApp, prefixes: Sequence[str]) -> None:
         self.app = app
         self.prefixes = tuple(prefixes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith(self.prefixes):
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        keep_detail = not scope["path"].startswith(self.prefixes)
         start: Message | None = None
+        started = False
         chunks: list[bytes] = []
 
         async def capture(message: Message) -> None:
-            nonlocal start
+            nonlocal start, started
             if message["type"] == "http.response.start":
+                started = True
                 if message["status"] < 400:
                     await send(message)
                     return
@@ -70,12 +96,20 @@ class ErrorShapeMiddleware:
                 return
             chunks.append(message.get("body", b""))
             if not message.get("more_body", False):
-                await _send_reshaped(send, start, b"".join(chunks))
+                await _send_reshaped(send, start, b"".join(chunks), keep_detail=keep_detail)
 
-        await self.app(scope, receive, capture)
+        try:
+            await self.app(scope, receive, capture)
+        except Exception:
+            if started:
+                raise
+            logger.exception("unhandled error in %s %s", scope.get("method"), scope.get("path"))
+            await error_response(500, "internal_error", "the server could not complete the request")(
+                scope, receive, send
+            )
 
 
-async def _send_reshaped(send: Send, start: Message, body: bytes) -> None:
+async def _send_reshaped(send: Send, start: Message, body: bytes, *, keep_detail: bool = False) -> None:
     """Send an error response, converting a `{"detail": ...}` body into the error shape."""
     status = int(start["status"])
     try:
@@ -84,7 +118,11 @@ async def _send_reshaped(send: Send, start: Message, body: bytes) -> None:
         payload = {"detail": body.decode("utf-8", "replace")[:200]}
     if isinstance(payload, dict) and "error" not in payload:
         detail = payload.get("detail") or payload.get("message") or "request refused"
-        payload = error_body(_CODES.get(status, "error" if status < 500 else "internal_error"), str(detail))
+        if not isinstance(detail, str):
+            detail = json.dumps(detail)[:500]
+        payload = error_body(code_for(status), detail)
+        if keep_detail:
+            payload["detail"] = detail
         body = json.dumps(payload).encode()
         headers = [
             (k, v)

@@ -36,6 +36,51 @@ _COMMON_ERRORS = {
     "403": _error("Not a member of the organization, or the role cannot write."),
 }
 
+_GRAPH_STATUS = {
+    "type": "object",
+    "required": ["organization_id", "version", "communitiesPerLevel", "lastBuild", "staleDocuments"],
+    "properties": {
+        "organization_id": {"type": "string"},
+        "version": {
+            "type": ["integer", "null"],
+            "description": "Published version; null before the first build.",
+        },
+        "publishedAt": {"type": ["string", "null"], "format": "date-time"},
+        "documents": {"type": "integer"},
+        "entities": {"type": "integer"},
+        "edges": {"type": "integer"},
+        "claims": {"type": "integer"},
+        "communitiesPerLevel": {
+            "type": "object",
+            "additionalProperties": {"type": "integer"},
+            "description": "Communities per level; level 0 is the root (coarsest).",
+        },
+        "extractor": {"type": ["string", "null"]},
+        "summarizer": {"type": ["string", "null"]},
+        "lastBuild": {
+            "type": "object",
+            "required": ["status"],
+            "properties": {
+                "status": {"type": "string", "enum": ["never", "queued", "running", "published", "failed"]},
+                "startedAt": {"type": ["string", "null"]},
+                "updatedAt": {"type": ["string", "null"]},
+                "extracted": {"type": "array", "items": {"type": "string"}},
+                "failedDocuments": {"type": "array", "items": {"type": "object"}},
+                "summariesReused": {"type": "integer"},
+                "summariesWritten": {"type": "integer"},
+                "timings": {"type": "object", "additionalProperties": {"type": "number"}},
+            },
+        },
+        "staleDocuments": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Indexed documents the published version does not reflect (new or changed).",
+        },
+        "removedDocuments": {"type": "array", "items": {"type": "string"}},
+        "upToDate": {"type": "boolean"},
+    },
+}
+
 _STATUS = {
     "type": "object",
     "required": ["path", "status", "chunkCount"],
@@ -43,7 +88,16 @@ _STATUS = {
         "path": {"type": "string"},
         "status": {
             "type": "string",
-            "enum": ["indexed", "skipped", "failed", "running", "queued", "deleted", "not_ingested"],
+            "enum": [
+                "indexed",
+                "skipped",
+                "failed",
+                "running",
+                "queued",
+                "deleted",
+                "cancelled",
+                "not_ingested",
+            ],
         },
         "chunkCount": {"type": "integer"},
         "reason": {"type": ["string", "null"]},
@@ -171,11 +225,152 @@ def openapi_document() -> dict[str, Any]:
                 },
                 "delete": {
                     "operationId": "deleteDocument",
-                    "summary": "Delete the document's vectors, then its file.",
+                    "summary": "Cancel its ingest, delete its vectors, then its file (status `deleted`).",
                     "responses": {
                         "200": {"description": "Deleted."},
                         **_COMMON_ERRORS,
-                        "404": _error("No such document (any vectors of the path were still removed)."),
+                        "404": _error("No such document (never uploaded, or already deleted)."),
+                    },
+                },
+            },
+            "/orgs/{org}/documents/{path}/cancel": {
+                "parameters": [_ORG, _PATH],
+                "post": {
+                    "operationId": "cancelDocumentIngest",
+                    "summary": "Organization admins: cancel the document's queued or running ingest.",
+                    "description": "The run ends cancelled and a follow-up run removes every vector it "
+                    "wrote; the document's status becomes `cancelled`.",
+                    "responses": {
+                        "202": {
+                            "description": "Cancelled; the follow-up run is enqueued.",
+                            "content": {
+                                "application/json": {
+                                    "schema": {
+                                        "type": "object",
+                                        "required": ["path", "cancelled", "thread_id", "run_id"],
+                                        "properties": {
+                                            "path": {"type": "string"},
+                                            "cancelled": {"type": "boolean"},
+                                            "thread_id": {"type": "string", "format": "uuid"},
+                                            "run_id": {"type": "string", "format": "uuid"},
+                                        },
+                                    }
+                                }
+                            },
+                        },
+                        **_COMMON_ERRORS,
+                        "403": _error("Not an admin of the organization."),
+                        "404": _error("No such document."),
+                        "409": _error("The document has no queued or running ingest."),
+                    },
+                },
+            },
+            "/orgs/{org}/documents/{path}/pages/{page}.png": {
+                "parameters": [
+                    _ORG,
+                    _PATH,
+                    {
+                        "name": "page",
+                        "in": "path",
+                        "required": True,
+                        "description": "1-based page number (a source's `page`).",
+                        "schema": {"type": "integer", "minimum": 1},
+                    },
+                    {
+                        "name": "width",
+                        "in": "query",
+                        "required": False,
+                        "description": "Image width in pixels (a very tall page comes out narrower).",
+                        "schema": {"type": "integer", "minimum": 200, "maximum": 2000, "default": 1000},
+                    },
+                ],
+                "get": {
+                    "operationId": "getDocumentPage",
+                    "summary": "A PDF page as PNG; draw a source's bbox (page fractions) on it.",
+                    "responses": {
+                        "200": {"description": "The page.", "content": {"image/png": {}}},
+                        **_COMMON_ERRORS,
+                        "404": _error("No such document or page, or the document is not a PDF."),
+                        "422": _error("The PDF could not be rendered."),
+                    },
+                },
+            },
+            "/orgs/{org}/graph": {
+                "parameters": [_ORG],
+                "post": {
+                    "operationId": "rebuildGraph",
+                    "summary": "Organization admins: schedule a rebuild of the GraphRAG index.",
+                    "description": "Coalesced: when a build is already queued (not started), that one is "
+                    "returned instead of queueing another, so at most one build runs and one waits. Uploads "
+                    "and deletes schedule one too.",
+                    "responses": {
+                        "202": {
+                            "description": "Scheduled (or already queued: `coalesced`).",
+                            "content": {
+                                "application/json": {
+                                    "schema": {
+                                        "type": "object",
+                                        "required": ["organization_id", "thread_id", "run_id", "coalesced"],
+                                        "properties": {
+                                            "organization_id": {"type": "string"},
+                                            "thread_id": {"type": "string", "format": "uuid"},
+                                            "run_id": {"type": "string", "format": "uuid"},
+                                            "coalesced": {"type": "boolean"},
+                                        },
+                                    }
+                                }
+                            },
+                        },
+                        **_COMMON_ERRORS,
+                        "403": _error("Not an admin of the organization."),
+                    },
+                },
+                "get": {
+                    "operationId": "getGraphStatus",
+                    "summary": "The GraphRAG index: published version, counts per level, last build, stale "
+                    "documents.",
+                    "responses": {
+                        "200": {
+                            "description": "Status of the organization's graph index.",
+                            "content": {"application/json": {"schema": _GRAPH_STATUS}},
+                        },
+                        **_COMMON_ERRORS,
+                    },
+                },
+            },
+            "/orgs/{org}/graph/communities": {
+                "parameters": [_ORG],
+                "get": {
+                    "operationId": "getGraphCommunities",
+                    "summary": "The published graph's communities (level, title, summary, first members).",
+                    "responses": {
+                        "200": {
+                            "description": "Communities, coarsest level first.",
+                            "content": {"application/json": {}},
+                        },
+                        **_COMMON_ERRORS,
+                        "404": _error("No published graph yet."),
+                    },
+                },
+            },
+            "/orgs/{org}/graph/neighbourhood": {
+                "parameters": [
+                    _ORG,
+                    {
+                        "name": "entity",
+                        "in": "query",
+                        "required": True,
+                        "description": "An entity name or alias (1 to 200 characters).",
+                        "schema": {"type": "string", "minLength": 1, "maxLength": 200},
+                    },
+                ],
+                "get": {
+                    "operationId": "getEntityNeighbourhood",
+                    "summary": "One entity of the published graph, its strongest neighbours and their edges.",
+                    "responses": {
+                        "200": {"description": "Nodes and edges.", "content": {"application/json": {}}},
+                        **_COMMON_ERRORS,
+                        "404": _error("No published graph, or no such entity."),
                     },
                 },
             },

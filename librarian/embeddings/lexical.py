@@ -5,6 +5,13 @@ English frequencies instead of any tenant's documents, so a vector never depends
 same text gets the same vector forever, in any namespace and in any dot-product index (LanceDB or Pinecone),
 and no statistics of one tenant can leak into another's scores. Term ids are 32-bit MurmurHash3 of the term,
 stable across processes and versions.
+
+Query-time namespace IDF (DESIGN §6 option (b), `LIBRARIAN_SPARSE_IDF=namespace`, embedded index only):
+document vectors stay as above; the query's term weights are rescaled by the namespace's own document
+frequencies (`embed_query_with_counts`), so the dot product becomes BM25 with that namespace's IDF.
+Fixed IDF alone scored SciFact dev nDCG@10 0.679 against bm25s's 0.696; with namespace IDF, 0.697
+(README "Retrieval quality"). Only the searched namespace's counts are read: one tenant's statistics
+never touch another's scores.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import hashlib
 import math
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
@@ -21,7 +29,17 @@ import mmh3
 from librarian.embeddings.base import SparseVector
 from librarian.embeddings.text_terms import terms
 
-MODEL_ID = "librarian-lexical-bm25-wordfreq-v1"
+MODEL_ID = "librarian-lexical-bm25-wordfreq-v2"
+"""v2: CJK text is indexed as character bigrams (`text_terms.cjk_bigrams`); v1 kept whole CJK runs, which
+never matched a question. Other text gets the same vectors as v1."""
+
+PRIOR_DOCUMENTS = 100.0
+"""Namespace IDF: the fixed (general-English) document frequency counts as this many documents seen, so a
+small namespace leans on it and a large one on its own counts. On SciFact dev (5,183 documents) nDCG@10
+was flat for 0-1,000 (0.6967, 0.6966, 0.6972, 0.6967) and fell to 0.690 at 10,000."""
+
+TermCounts = Callable[[list[int]], tuple[int, dict[int, int]]]
+"""Given term ids: (documents in the namespace, {term id: documents containing it})."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +144,25 @@ class LexicalSparseEmbedder:
     def embed_query(self, text: str) -> SparseVector:
         distinct = set(terms(text))
         return _to_vector({term: 1.0 / math.sqrt(len(distinct)) for term in distinct})
+
+    def embed_query_with_counts(self, text: str, term_counts: TermCounts) -> SparseVector:
+        """The query vector reweighted so that the dot product uses the namespace's IDF.
+
+        Document values carry the fixed idf; each query term is multiplied by idf_ns / idf_fixed, with
+        idf_ns = ln(1 + 1/p) and p = (df + PRIOR_DOCUMENTS·p_fixed) / (N + PRIOR_DOCUMENTS).
+        """
+        distinct = set(terms(text))
+        if not distinct:
+            return _to_vector({})
+        ids = {term: term_id(term) for term in distinct}
+        documents, counts = term_counts(sorted(set(ids.values())))
+        r = self.recipe
+        weights = {}
+        for term in distinct:
+            fixed_p = max(term_frequency(term), r.unseen_freq) * r.doc_terms
+            p = (counts.get(ids[term], 0) + PRIOR_DOCUMENTS * fixed_p) / (documents + PRIOR_DOCUMENTS)
+            weights[term] = math.log1p(1.0 / p) / self.idf(term) / math.sqrt(len(distinct))
+        return _to_vector(weights)
 
     def _document(self, text: str) -> SparseVector:
         r = self.recipe

@@ -16,6 +16,12 @@ import Stemmer
 # joined form is kept whole is decided in `split_token`.
 _TOKEN = re.compile(r"[^\W_]+(?:[_\-./][^\W_]+)*")
 _JOINERS = re.compile(r"[_\-./]")
+# Scripts written without spaces between words (Han, kana) or with particles glued to words (Hangul):
+# a run of them becomes overlapping character bigrams, the usual unit of CJK full-text search, so that
+# "退款" in a question matches "退款政策" in a document. Other letters and digits are untouched.
+_CJK_RUN = re.compile(
+    r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+"
+)
 MAX_TOKEN_CHARS = 64  # longer runs are blobs (base64, hashes of hashes), not words anyone types
 
 # Snowball's English stop words minus "no", "not", "nor", "all", "few" and "against": they change what
@@ -57,12 +63,42 @@ def split_token(token: str) -> list[str]:
     return parts
 
 
+def cjk_bigrams(run: str) -> list[str]:
+    """Overlapping character pairs of a CJK run; a lone character stands for itself."""
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def _split_scripts(token: str) -> list[str]:
+    """A token mixing CJK and other letters ("个按namespace"): CJK runs as bigrams, the rest as is."""
+    out: list[str] = []
+    position = 0
+    for run in _CJK_RUN.finditer(token):
+        if run.start() > position:
+            out.append(token[position : run.start()])
+        out.extend(cjk_bigrams(run.group()))
+        position = run.end()
+    if position < len(token):
+        out.append(token[position:])
+    return out
+
+
 def raw_tokens(text: str) -> list[str]:
-    """Lower-cased surface tokens, stop words included (callers that need positions or phrases start here)."""
+    """Lower-cased surface tokens, stop words included (callers that need positions or phrases start here).
+
+    CJK text becomes character bigrams (`cjk_bigrams`), whatever the length of its run.
+    """
     out: list[str] = []
     for match in _TOKEN.finditer(text.lower()):
         token = match.group()
-        if len(token) <= MAX_TOKEN_CHARS:
+        if _CJK_RUN.search(token):
+            for part in _split_scripts(token):
+                if _CJK_RUN.match(part):
+                    out.append(part)
+                elif len(part) <= MAX_TOKEN_CHARS:
+                    out.extend(split_token(part))
+        elif len(token) <= MAX_TOKEN_CHARS:
             out.extend(split_token(token))
     return out
 

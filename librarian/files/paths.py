@@ -20,6 +20,28 @@ MAX_NAME_BYTES = 255
 
 # Characters that separate or qualify paths somewhere along the way (POSIX, Windows, NTFS streams).
 _FORBIDDEN = {"/": "'/'", "\\": "'\\'", ":": "':' (drive letters and NTFS streams)"}
+# Slashes that NFKC leaves alone but that read as a separator to a person (confusables.txt) or that
+# some tool may transliterate to one. FULLWIDTH and SMALL forms are caught by NFKC folding instead.
+_LOOKALIKE_SEPARATORS = {
+    "\u2215": "DIVISION SLASH",
+    "\u2044": "FRACTION SLASH",
+    "\u29f8": "BIG SOLIDUS",
+    "\u27cb": "MATHEMATICAL RISING DIAGONAL",
+    "\u2571": "BOX DRAWINGS LIGHT DIAGONAL UPPER RIGHT TO LOWER LEFT",
+    "\u1735": "PHILIPPINE SINGLE PUNCTUATION",
+    "\u2216": "SET MINUS",
+    "\u29f5": "REVERSE SOLIDUS OPERATOR",
+    "\u29f9": "BIG REVERSE SOLIDUS",
+    "\u27cd": "MATHEMATICAL FALLING DIAGONAL",
+    "\u2572": "BOX DRAWINGS LIGHT DIAGONAL UPPER LEFT TO LOWER RIGHT",
+}
+# Windows opens these devices whatever the extension (`nul.txt`, `COM1.tar.gz`), case-insensitively,
+# and also with superscript digits (`COM¹`, which NFKC folds to `COM1`). Such a name cannot be
+# written on Windows and reads back as a device from an SMB share or a synced folder.
+_WINDOWS_DEVICES = frozenset(
+    {"con", "prn", "aux", "nul", "conin$", "conout$", "clock$"}
+    | {f"{port}{n}" for port in ("com", "lpt") for n in range(10)}
+)
 # Zero-width joiners are part of ordinary words in several scripts (Persian, Indic, emoji sequences);
 # every other invisible format character (bidi overrides, BOM ...) is a spoofing tool.
 _ALLOWED_FORMAT = {"\u200c", "\u200d"}
@@ -45,9 +67,27 @@ def _check_characters(name: str, shown: str) -> None:
             raise InvalidPathError(
                 f"file name {shown} contains a control or invisible character (U+{ord(char):04X})"
             )
+    for char in name:
+        if char in _LOOKALIKE_SEPARATORS:
+            raise InvalidPathError(
+                f"file name {shown} must not contain U+{ord(char):04X} {_LOOKALIKE_SEPARATORS[char]}, "
+                "which looks like a path separator"
+            )
     for candidate in (name, folded):
         if set(candidate) <= {".", " "}:
             raise InvalidPathError(f"file name {shown} must contain something other than dots and spaces")
+    _check_windows_name(folded, shown)
+
+
+def _check_windows_name(folded: str, shown: str) -> None:
+    """Reject device names (`CON`, `aux.md`, `COM¹.txt`) and a trailing dot, which Windows drops."""
+    stem = folded.split(".", 1)[0].rstrip(" ").casefold()
+    if stem in _WINDOWS_DEVICES:
+        raise InvalidPathError(
+            f"file name {shown} is a reserved Windows device name ({stem.upper()}); rename the file"
+        )
+    if folded.endswith("."):
+        raise InvalidPathError(f"file name {shown} must not end with '.' (Windows drops it)")
 
 
 def _check_decodes_safely(name: str, shown: str) -> None:

@@ -287,6 +287,18 @@ class LanceVectorIndex:
             for row, meta in zip(rows.tolist(), metadata, strict=True)
         ]
 
+    def sparse_term_counts(self, indices: list[int], *, namespace: str) -> tuple[int, dict[int, int]]:
+        """(records in the namespace, {term id: records holding it}) for query-time IDF.
+
+        Counts come from this namespace's snapshot only (DESIGN §6 option (b)): another tenant's
+        documents never shape this one's term weights.
+        """
+        namespace = validate_organization_id(namespace)
+        snapshot = self._snapshot(namespace)
+        ids = np.asarray(indices, dtype=np.uint32)
+        counts = snapshot.term_counts(ids)
+        return snapshot.size, dict(zip(ids.tolist(), counts.tolist(), strict=True))
+
     @staticmethod
     def _candidates(snapshot: NamespaceSnapshot, canonical: dict[str, Any]) -> np.ndarray | None:
         if not canonical:

@@ -80,6 +80,14 @@ class NamespaceSnapshot:
         rows = self.postings.indices[entries]
         return np.bincount(rows, weights=contrib, minlength=self.size).astype(np.float32)
 
+    def term_counts(self, indices: np.ndarray) -> np.ndarray:
+        """Rows holding each term (its posting count; 0 for terms the namespace never saw)."""
+        if not len(indices) or not len(self.terms):
+            return np.zeros(len(indices), dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.terms, indices), len(self.terms) - 1)
+        lengths = self.postings.indptr[pos + 1] - self.postings.indptr[pos]
+        return np.where(self.terms[pos] == indices, lengths, 0)
+
     def metadata(self, rows: np.ndarray) -> list[dict[str, Any]]:
         """Metadata of some rows as upserted (typed columns that are set, plus the JSON rest).
 

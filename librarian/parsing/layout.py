@@ -24,6 +24,9 @@ _BOLD_FONT = re.compile(r"bold|black|heavy|demi|semibold|bx\d", re.IGNORECASE)
 
 HEADING_RATIO = 1.15  # a line this much larger than body text is a heading
 MAX_HEADING_CHARS = 200
+MIN_COLUMN_GAP = 4.0  # points; narrower gaps are word spaces (a cheap test before the full one)
+OPEN_BLOCKS = 6  # a line may continue any of the last few blocks: side-by-side columns interleave lines
+CUT_TOLERANCE = 0.002  # page fraction by which boxes may overlap and still be cut apart in reading order
 
 
 @dataclass
@@ -83,6 +86,22 @@ def _line_from(words: Sequence[dict[str, Any]]) -> Line | None:
     )
 
 
+def _size_of(word: dict[str, Any]) -> float:
+    return float(word.get("size") or (word["bottom"] - word["top"]))
+
+
+def _column_gap(left: dict[str, Any], right: dict[str, Any]) -> bool:
+    """Whether the space between two words on one baseline separates columns: wide, or wider than an
+    em where the type size changes after a word (a side heading next to body text; not a bullet,
+    which is often set in another size)."""
+    gap = right["x0"] - left["x1"]
+    size, before = _size_of(right), _size_of(left)
+    if gap > max(3 * size, 20):
+        return True
+    changes = abs(size - before) > 0.1 * max(size, before)
+    return changes and gap > max(size, before) and sum(c.isalpha() for c in left["text"]) >= 2
+
+
 def group_lines(words: Iterable[dict[str, Any]]) -> list[Line]:
     """Words to lines by vertical overlap, split where a gap is wide enough to separate columns."""
     rows: list[list[dict[str, Any]]] = []
@@ -97,8 +116,7 @@ def group_lines(words: Iterable[dict[str, Any]]) -> list[Line]:
         row.sort(key=lambda w: w["x0"])
         segment = [row[0]]
         for word in row[1:]:
-            size = float(word.get("size") or (word["bottom"] - word["top"]))
-            if word["x0"] - segment[-1]["x1"] > max(3 * size, 20):
+            if word["x0"] - segment[-1]["x1"] > MIN_COLUMN_GAP and _column_gap(segment[-1], word):
                 lines.extend(filter(None, [_line_from(segment)]))
                 segment = []
             segment.append(word)
@@ -173,7 +191,7 @@ def page_blocks(page: PageLayout, body: float, levels: dict[float, int]) -> list
     opened: list[_Open] = []
     for line in sorted(page.lines, key=lambda item: (item.top, item.x0)):
         kind = "heading" if _is_heading(line, body) else "list" if _BULLET.match(line.text) else "text"
-        target = next((b for b in reversed(opened[-3:]) if _continues(b, line, kind, body)), None)
+        target = next((b for b in reversed(opened[-OPEN_BLOCKS:]) if _continues(b, line, kind, body)), None)
         if target is None:
             opened.append(_Open(kind, [line]))
         else:
@@ -194,9 +212,34 @@ def page_blocks(page: PageLayout, body: float, levels: dict[float, int]) -> list
         else:
             kind, level = (LIST_ITEM if block.kind == "list" else TEXT), 0
         blocks.append(ParsedBlock(type=kind, content=_join(lines), bbox=bbox, level=level))
-    blocks.extend(page.tables)
-    blocks.sort(key=lambda b: (b.bbox["top"], b.bbox["left"]))
-    return blocks
+    return reading_order([*blocks, *page.tables])
+
+
+def _bands(blocks: list[ParsedBlock], start: str, extent: str) -> list[list[ParsedBlock]]:
+    """Blocks grouped into runs along one axis that no block bridges (rows for "top", columns for
+    "left")."""
+    ordered = sorted(blocks, key=lambda b: b.bbox[start])
+    groups: list[list[ParsedBlock]] = []
+    end = -1.0
+    for block in ordered:
+        if not groups or block.bbox[start] >= end - CUT_TOLERANCE:
+            groups.append([])
+        groups[-1].append(block)
+        end = max(end, block.bbox[start] + block.bbox[extent])
+    return groups
+
+
+def reading_order(blocks: list[ParsedBlock]) -> list[ParsedBlock]:
+    """Blocks in reading order by recursive XY-cut: first into horizontal bands no block bridges,
+    then each band into side-by-side columns, so a side column or sidebar is read after the text
+    beside it rather than line by line into its sentences. Bands come first: a list of terms with
+    their descriptions beside them is read row by row."""
+    if len(blocks) > 1:
+        for start, extent in (("top", "height"), ("left", "width")):
+            groups = _bands(blocks, start, extent)
+            if len(groups) > 1:
+                return [block for group in groups for block in reading_order(group)]
+    return sorted(blocks, key=lambda b: (b.bbox["top"], b.bbox["left"]))
 
 
 def document_blocks(pages: Sequence[PageLayout]) -> list[ParsedBlock]:

@@ -21,7 +21,7 @@ from librarian.parsing.pdf import read_pdf
 from librarian.parsing.text import decode_text, text_blocks
 from librarian.parsing.types import ParseResult
 
-VERSION = 4  # bump whenever output for the same bytes and settings changes: it invalidates caches
+VERSION = 6  # bump whenever output for the same bytes and settings changes: it invalidates caches
 SUPPORTED = "PDF, DOCX, PPTX, XLSX, HTML, Markdown, plain text and PNG/JPEG/TIFF images"
 
 

@@ -127,7 +127,7 @@ def _table(tokens: list[Token], start: int) -> tuple[list[list[str]], int]:
         if token.type == "tr_open":
             rows.append([])
         elif token.type == "inline" and rows:
-            rows[-1].append(_display(token))
+            rows[-1].append(_plain(token))  # cells are re-rendered as Markdown: escapes would double
         index += 1
     return rows, index
 

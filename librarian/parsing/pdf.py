@@ -3,7 +3,8 @@
 Every page is read through pdfium (`pdfium_page`), in C, several times faster than pdfminer and
 without its per-character Python objects. pdfplumber still does the grouping: its WordExtractor
 makes words of pdfium's characters, and its table finder runs on pdfium's characters and ruling
-lines, only on pages whose lines could form a grid. No model downloads (Docling and unstructured's
+lines, only on pages whose lines could form a grid; tables without lines are found by the alignment
+of their columns (`aligned_tables`). No model downloads (Docling and unstructured's
 layout models cannot be fetched offline). Everything pdfium or pdfplumber raises on a damaged file
 becomes a CorruptFileError here, so no third-party exception reaches the graph.
 """
@@ -18,6 +19,7 @@ import pypdfium2 as pdfium
 
 from librarian.errors import CorruptFileError, LibrarianError
 from librarian.parsing import ocr
+from librarian.parsing.aligned_tables import aligned_tables
 from librarian.parsing.layout import PageLayout, group_lines
 from librarian.parsing.pdfium_page import has_images, may_hold_ruled_table, page_chars, ruling_edges, words_of
 from librarian.parsing.ruled_tables import RuledPage, ruled_tables
@@ -61,6 +63,7 @@ def _read_page(page: pdfium.PdfPage, number: int, use_ocr: bool, result: PdfPage
         layout.tables = [block for _, block in tables]
         words = [w for w in words if not _inside(w, boxes)]
     layout.lines = group_lines(words)
+    layout.tables.extend(aligned_tables(layout))
     return layout
 
 

@@ -14,10 +14,15 @@ from pdfplumber.utils import crop_to_bbox
 
 from librarian.parsing.blocks import ParsedBlock
 from librarian.parsing.layout import PageLayout, to_bbox
-from librarian.parsing.tables import table_block
+from librarian.parsing.tables import table_block, unstack_rows
 
 BBox = tuple[float, float, float, float]  # x0, top, x1, bottom in points
-MIN_GRID_FILL = 0.5  # share of a table's grid that must be real cells (not spans) to count as a table
+JOIN = 1.0  # points; rule segments this close are one rule
+MIN_GRID_FILL = 0.5
+# A cell of this many lines or words is a paragraph in a frame, not a table cell (the Redbook's back
+# cover frames a 15-line blurb; the example documents' table cells are far shorter).
+FRAME_LINES = 10
+FRAME_WORDS = 80  # share of a table's grid that must be real cells (not spans) to count as a table
 
 
 @dataclass
@@ -41,17 +46,28 @@ class RuledPage:
 
 
 def _widened(page: RuledPage, bbox: BBox) -> BBox:
-    """Stretch a table's box to the horizontal rules that bound it.
+    """Stretch a table's box to the rules that bound it.
 
     Booktabs-style tables draw full-width rules but inner column lines only, so the finder's grid
-    misses the outer columns; their cells would otherwise leak out as stray text lines.
+    misses the outer columns; their cells would otherwise leak out as stray text lines. Rules are
+    often drawn cell by cell, so touching segments are joined first. Column lines that run past the
+    top or bottom rule (a header row without a rule above it, a last row without one below) extend
+    the box to where they end.
     """
     x0, top, x1, bottom = bbox
-    rules = [e for e in page.horizontal_edges if top - 1 <= e["top"] <= bottom + 1]
-    rules = [e for e in rules if e["x1"] > x0 and e["x0"] < x1]
-    if not rules:
-        return bbox
-    return min(x0, *(e["x0"] for e in rules)), top, max(x1, *(e["x1"] for e in rules)), bottom
+    spans = sorted((e["x0"], e["x1"]) for e in page.horizontal_edges if top - 1 <= e["top"] <= bottom + 1)
+    left, right = x0, x1
+    while True:  # grows on each pass, to ends of finitely many segments, so it stops
+        joined = [(a, b) for a, b in spans if b >= left - JOIN and a <= right + JOIN]
+        wider = min([left, *(a for a, _ in joined)]), max([right, *(b for _, b in joined)])
+        if wider == (left, right):
+            break
+        left, right = wider
+    columns = [e for e in page.edges if e["orientation"] == "v" and left - 1 <= e["x0"] <= right + 1]
+    columns = [e for e in columns if e["bottom"] >= top - 1 and e["top"] <= bottom + 1]
+    top = min([top, *(e["top"] for e in columns)])
+    bottom = max([bottom, *(e["bottom"] for e in columns)])
+    return left, top, right, bottom
 
 
 def _is_grid(rows: list[list[str | None]]) -> bool:
@@ -62,21 +78,38 @@ def _is_grid(rows: list[list[str | None]]) -> bool:
     return sum(cell is not None for cell in cells) / len(cells) >= MIN_GRID_FILL
 
 
+def _is_text_frame(rows: list[list[str | None]]) -> bool:
+    """A box drawn around prose (a cover's blurb, a sidebar): some cell holds a whole paragraph."""
+    return any(
+        cell.count("\n") + 1 >= FRAME_LINES or len(cell.split()) >= FRAME_WORDS
+        for row in rows
+        for cell in row
+        if cell
+    )
+
+
 def ruled_tables(page: RuledPage, layout: PageLayout) -> list[tuple[BBox, ParsedBlock]]:
     """Each table found on the page: its box in points, and its Table block."""
     found = []
     for table in page.find_tables():
         bbox, rows = table.bbox, table.extract()
+        if _is_text_frame(rows):  # widening a frame around text would only take in more frames
+            continue
         wide = _widened(page, bbox)
-        if wide[0] < bbox[0] - 2 or wide[2] > bbox[2] + 2:
+        if any(abs(a - b) > 2 for a, b in zip(wide, bbox, strict=True)):
             region = page.crop((wide[0] - 1, wide[1] - 1, wide[2] + 1, wide[3] + 1))
-            redone = region.find_tables({"explicit_vertical_lines": [wide[0], wide[2]]})
+            redone = region.find_tables(
+                {
+                    "explicit_vertical_lines": [wide[0], wide[2]],
+                    "explicit_horizontal_lines": [wide[1], wide[3]],
+                }
+            )
             if redone:
                 best = max(redone, key=lambda t: (t.bbox[2] - t.bbox[0]) * (t.bbox[3] - t.bbox[1]))
                 bbox, rows = best.bbox, best.extract()
-        if not _is_grid(rows):
+        if not _is_grid(rows) or _is_text_frame(rows):
             continue
-        block = table_block(rows, to_bbox(layout, *bbox))
+        block = table_block(unstack_rows(rows), to_bbox(layout, *bbox))
         if block is not None:
             found.append((bbox, block))
     return found

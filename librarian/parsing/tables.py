@@ -11,12 +11,43 @@ from collections.abc import Sequence
 from librarian.parsing.blocks import TABLE, ParsedBlock
 from librarian.parsing.types import BBox
 
+MAX_STACKED_WORDS = 3  # a cell line longer than this is wrapped prose, not one of several stacked values
+
 
 def clean_cell(value: object) -> str:
     """One-line cell text: merged cells arrive as None and wrapped cells with newlines."""
     if value is None:
         return ""
-    return " ".join(str(value).split())
+    return " ".join(str(value).replace("/\n", "/").split())  # a path wrapped after a slash is one path
+
+
+def unstack_rows(rows: Sequence[Sequence[str | None]]) -> list[list[str | None]]:
+    """Split a row whose cells stack the same number of short lines into one row per line.
+
+    Booktabs-style tables rule only between groups of rows, so the table finder sees a group as one
+    row and each cell holds a value per real row ("OTSL\nHTML", "0.965\n0.969"); joined, a cell would
+    mix two rows' values. A cell with one line spans the group and is repeated in each row. Lines of
+    more than a few words are wrapped text, not stacked values, so such rows are left as they are, and
+    so is the header row, whose names wrap in narrow columns.
+    """
+    result: list[list[str | None]] = [list(row) for row in rows[:1]]
+    for row in rows[1:]:
+        lines = [cell.split("\n") if cell else [] for cell in row]
+        tall = [cell_lines for cell_lines in lines if len(cell_lines) > 1]
+        heights = {len(cell_lines) for cell_lines in tall}
+        short = all(len(line.split()) <= MAX_STACKED_WORDS for cell_lines in tall for line in cell_lines)
+        if len(tall) < 2 or len(heights) != 1 or not short:
+            result.append(list(row))
+            continue
+        height = heights.pop()
+        for index in range(height):
+            result.append(
+                [
+                    cell_lines[index] if len(cell_lines) == height else cell
+                    for cell_lines, cell in zip(lines, row, strict=True)
+                ]
+            )
+    return result
 
 
 def normalize_rows(rows: Sequence[Sequence[object]]) -> list[list[str]]:

@@ -77,9 +77,11 @@ def test_chat_agent_answers_each_organization_from_its_own_documents(corpus, ope
     assert cited["filename"] == "refunds.md" and ANSWER[org] in cited["text"]
 
     first, second = openai_server.chat_requests
-    (tool_schema,) = first["tools"]
-    assert tool_schema["function"]["name"] == "search_documents"
-    assert set(tool_schema["function"]["parameters"]["properties"]) == {"query", "top_k"}
+    schemas = {t["function"]["name"]: t["function"]["parameters"]["properties"] for t in first["tools"]}
+    assert set(schemas) == {"search_documents", "graph_local_search", "graph_global_search"}
+    assert set(schemas["search_documents"]) == {"query", "top_k"}
+    assert set(schemas["graph_local_search"]) == {"query"}  # never an organization
+    assert set(schemas["graph_global_search"]) == {"query", "level"}
     shown = next(m["content"] for m in second["messages"] if m["role"] == "tool")
     assert ANSWER[org] in shown and not leaks_into(org, json.dumps(second))
 

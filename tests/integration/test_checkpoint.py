@@ -13,12 +13,11 @@ from langgraph.graph import END, START, StateGraph
 
 from librarian.checkpoint import (
     async_checkpointer,
-    describe_postgres_url,
     server_checkpointer,
     sync_checkpointer,
 )
 from librarian.errors import ConfigError
-from tests.conftest import POSTGRES_URL
+from tests.conftest import POSTGRES_URL, require_postgres
 
 
 class State(TypedDict):
@@ -42,14 +41,8 @@ def thread(name: str) -> dict:
 
 @pytest.fixture
 def pg_settings(settings):
-    """Settings pointing at the test PostgreSQL; skipped, visibly, only if it cannot be reached."""
-    import psycopg
-
-    try:
-        with psycopg.connect(POSTGRES_URL, connect_timeout=3):
-            pass
-    except psycopg.OperationalError as error:
-        pytest.skip(f"PostgreSQL at {describe_postgres_url(POSTGRES_URL)} is unreachable: {error}")
+    """Settings pointing at the test PostgreSQL; skipped, visibly, if unreachable (failed under CI)."""
+    require_postgres()
     return settings.model_copy(update={"postgres_url": POSTGRES_URL})
 
 

@@ -15,20 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import POSTGRES_URL, REPO_DIR
+from tests.conftest import POSTGRES_URL, REPO_DIR, require_postgres
 
 pytestmark = pytest.mark.postgres
 WORKER = Path(__file__).with_name("crash_worker.py")
 
 
 def _postgres_or_skip() -> None:
-    psycopg = pytest.importorskip("psycopg")
-    try:
-        psycopg.connect(POSTGRES_URL, connect_timeout=3).close()
-    except psycopg.OperationalError as exc:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"PostgreSQL not reachable at {POSTGRES_URL}: {exc}")
+    require_postgres()
 
 
 def _run(mode: str, data_dir: Path, org: str, source: Path) -> subprocess.CompletedProcess:

@@ -73,7 +73,7 @@ def test_deleted_or_emptied_file_leaves_no_vectors(service, stack, how):
 def test_delete_removes_vectors_then_file(service, stack):
     path = service.upload(ORG, "bye.txt", b"Vectors must go before the file goes.")
     service.ingest(ORG, path)
-    assert service.delete(ORG, path) is True
+    assert service.delete(ORG, path).status == "deleted"
     assert _ids(stack, path=path) == set()
     assert not stack.files.exists(ORG, path)
     assert service.status(ORG, path).status == "deleted"

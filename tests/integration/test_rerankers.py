@@ -58,6 +58,12 @@ def indexed(stack: Stack) -> Stack:
     return stack
 
 
+@pytest.fixture
+def local(indexed: Stack) -> Stack:
+    """The same index with the local reranker chosen (the default is none: README "Retrieval quality")."""
+    return Stack(indexed.settings.model_copy(update={"reranker": "local"}))
+
+
 class CountingEmbedder:
     """The stack's real MiniLM, counting how many texts it was asked to embed."""
 
@@ -95,11 +101,11 @@ def test_combine_normalises_within_the_list_and_handles_unknown_channels():
     assert combine(feats, w).tolist() == pytest.approx([0.0 + 0.0 + 0.2, 0.5 + 0.3 + 0.0])
 
 
-def test_local_reranker_scores_every_signal_on_the_real_index(indexed: Stack):
-    reranker = make_reranker(indexed)
+def test_local_reranker_scores_every_signal_on_the_real_index(local: Stack):
+    reranker = make_reranker(local)
     assert isinstance(reranker, LocalReranker)
-    assert reranker.embedder is indexed.dense  # the bundled MiniLM, loaded once
-    matches = candidates_for(indexed, ORG, QUESTION, SearchOptions(candidates=10))
+    assert reranker.embedder is local.dense  # the bundled MiniLM, loaded once
+    matches = candidates_for(local, ORG, QUESTION, SearchOptions(candidates=10))
     ranked = reranker.rerank(QUESTION, matches, top_k=4)
     assert len(ranked) == 4
     scores = [r.score for r in ranked]
@@ -141,9 +147,9 @@ def test_sentence_cache_is_bounded(indexed: Stack):
     assert reranker.sentences._size <= 3 + max(len(split_sentences(t)) for t in CHUNKS.values())
 
 
-def test_search_applies_the_local_floor(indexed: Stack):
-    reranker = make_reranker(indexed)
-    result = search(indexed, ORG, QUESTION, SearchOptions(top_k=6, candidates=10), reranker)
+def test_search_applies_the_local_floor(local: Stack):
+    reranker = make_reranker(local)
+    result = search(local, ORG, QUESTION, SearchOptions(top_k=6, candidates=10), reranker)
     sources = result["sources"]
     assert sources, "the answer passes any floor"
     assert all(s["score"] >= reranker.floor for s in sources)
@@ -167,6 +173,7 @@ def test_local_reranker_without_channel_scores_uses_the_fused_score(indexed: Sta
 
 
 def test_no_reranker_keeps_the_fused_order(indexed: Stack):
+    assert isinstance(make_reranker(indexed), NoReranker)  # the default
     matches = candidates_for(indexed, ORG, QUESTION, SearchOptions(candidates=10))
     ranked = NoReranker().rerank(QUESTION, matches, 3)
     assert [r.match.id for r in ranked] == [m.id for m in matches[:3]]

@@ -123,8 +123,19 @@ def test_sources_carry_location_and_score_breakdown(tool, corpus):
         assert math.isclose(
             scores["fused"], alpha * scores["dense"] + (1 - alpha) * scores["sparse"], rel_tol=1e-4
         )
-        assert scores["rerank"] == source["score"] >= 0.2  # the local reranker's floor
+        # The default is plain hybrid: the score is the fused one, nothing reranked, no floor.
+        assert scores["rerank"] is None and source["score"] == scores["fused"]
     assert [s["score"] for s in sources] == sorted((s["score"] for s in sources), reverse=True)
+
+
+def test_the_local_reranker_scores_and_floors_when_chosen(corpus):
+    with pytest.MonkeyPatch.context() as mp:
+        settings = clean_settings(corpus.settings.data_dir, mp, reranker="local")
+    local = Stack(settings)
+    _, state = _search(make_search_tool(lambda: local), {"query": QUESTION, "top_k": 3}, GLOBEX)
+    assert state["sources"][0]["path"] == "docs/refunds.md"
+    for source in state["sources"]:
+        assert source["scores"]["rerank"] == source["score"] >= 0.2  # the local reranker's floor
 
 
 def test_an_omitted_top_k_is_the_servers_default(corpus):

@@ -226,8 +226,11 @@ def test_chat_model_searches_then_answers_citing_acme_documents(server, wire, wo
     answer = answer_text(state)
     assert "[1]" in answer and "WordPerfect" in answer and "multi_page.pdf, page" in answer
     sent_tools = wire.chat_requests[-1]["tools"]
-    assert [t["function"]["name"] for t in sent_tools] == ["search_documents"]
-    assert set(sent_tools[0]["function"]["parameters"]["properties"]) == {"query", "top_k"}
+    tools = {t["function"]["name"]: t["function"]["parameters"]["properties"] for t in sent_tools}
+    assert set(tools) == {"search_documents", "graph_local_search", "graph_global_search"}
+    # no tool lets the model name an organization, a namespace or a filter
+    assert set(tools["search_documents"]) == {"query", "top_k"}
+    assert all(not {"organization_id", "namespace", "org", "filter"} & set(p) for p in tools.values())
 
 
 def test_detector_fires_on_acmes_own_answer(server, world):

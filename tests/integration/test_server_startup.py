@@ -25,8 +25,16 @@ def test_committed_config_serves_the_graphs_routes_and_auth():
         "ingest": "./graphs/ingest.py:graph",
         "reindex": "./graphs/reindex.py:graph",
         "agent": "./graphs/agent.py:graph",
+        "graph_index": "./graphs/graph_index.py:graph",
     }
-    assert config["http"] == {"app": "./server.py:app", "enable_custom_route_auth": True}
+    assert config["http"] == {
+        "app": "./server.py:app",
+        "enable_custom_route_auth": True,
+        # no long-term store, generative UI or webhooks (server-side calls to client-chosen URLs)
+        "disable_store": True,
+        "disable_ui": True,
+        "disable_webhooks": True,
+    }
     assert config["auth"] == {"path": "./auth.py:auth", "disable_studio_auth": True}
     assert config["dependencies"] == ["."]
     postgres = json.loads((REPO_DIR / "langgraph.postgres.json").read_text())
@@ -144,15 +152,12 @@ def test_postgres_config_writes_document_checkpoints_to_postgres(tmp_path):
     so a fresh working directory forgets the threads even though their checkpoints survive.
     """
     import httpx
+    import psycopg
 
-    from tests.conftest import POSTGRES_URL
+    from tests.conftest import POSTGRES_URL, require_postgres
     from tests.integration.server_fixtures import token, upload, wait_for_status
 
-    psycopg = pytest.importorskip("psycopg")
-    try:
-        psycopg.connect(POSTGRES_URL, connect_timeout=3).close()
-    except psycopg.OperationalError:
-        pytest.skip(f"PostgreSQL not reachable at {POSTGRES_URL}")
+    require_postgres()
     org = f"pg{int(time.time() * 1000)}"  # a fresh org: the database outlives test runs
     env = server_env(tmp_path / "data", {"LIBRARIAN_POSTGRES_URL": POSTGRES_URL})
     tok = token("alice", org)

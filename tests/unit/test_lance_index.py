@@ -548,3 +548,18 @@ def test_cache_is_bounded_by_memory(tmp_path):
     assert index._cache.get("org1", version) is None  # evicted: least recently used
     assert index._cache.get("org2", version) is not None  # the newest always stays
     assert len(index.query(namespace="org1", vector=q, top_k=50)) == 5  # re-read on demand
+
+
+def test_sparse_term_counts_are_per_namespace(tmp_path: Path) -> None:
+    """Query-time IDF reads the searched namespace's document frequencies and nobody else's."""
+    index = LanceVectorIndex(tmp_path, CONTRACT)
+    mine, theirs = _records(30, seed=1), _records(200, seed=2)
+    index.upsert(mine, namespace="acme")
+    index.upsert(theirs, namespace="globex")
+    terms = [0, 7, 49, 12345]
+    expected = {t: sum(t in r["sparse_values"]["indices"] for r in mine) for t in terms}
+    assert index.sparse_term_counts(terms, namespace="acme") == (30, expected)
+    assert expected[12345] == 0 and any(expected.values())
+    size, counts = index.sparse_term_counts(terms, namespace="globex")
+    assert size == 200 and counts[0] == sum(0 in r["sparse_values"]["indices"] for r in theirs)
+    assert index.sparse_term_counts(terms, namespace="empty") == (0, dict.fromkeys(terms, 0))

@@ -41,7 +41,7 @@ def test_term_ids_are_fixed_forever() -> None:
 
 
 def test_model_id_names_a_versioned_recipe() -> None:
-    assert LexicalSparseEmbedder().model_id == MODEL_ID == "librarian-lexical-bm25-wordfreq-v1"
+    assert LexicalSparseEmbedder().model_id == MODEL_ID == "librarian-lexical-bm25-wordfreq-v2"
     tuned = LexicalSparseEmbedder(LexicalRecipe(k1=2.0))
     assert tuned.model_id != MODEL_ID and tuned.model_id.startswith(MODEL_ID)
 
@@ -153,3 +153,29 @@ def test_deterministic_and_parallel_calls_equal_serial(embedder: LexicalSparseEm
         parallel = list(pool.map(lambda t: fresh.embed_documents([t])[0], texts))
     assert parallel == serial
     assert embedder.embed_documents(texts) == serial
+
+
+def test_cjk_text_is_indexed_as_character_bigrams(embedder: LexicalSparseEmbedder) -> None:
+    assert terms("退款政策") == ["退款", "款政", "政策"]
+    assert terms("환불은 14일") == ["환불", "불은", "14", "일"]
+    assert terms("一条deterministic ingest") == ["一条", "determinist", "ingest"]
+    doc = embedder.embed_documents(["本公司的退款政策：十四天内退款。"])[0]
+    assert dot(embedder.embed_query("退款需要多久？"), doc) > 0
+    assert dot(embedder.embed_query("停车场在哪里？"), doc) == 0
+
+
+def test_namespace_idf_weights_rare_terms_of_the_namespace_up(embedder: LexicalSparseEmbedder) -> None:
+    """With counts from the namespace, a term in every document counts less than one in few."""
+    common, rare = term_id("refund"), term_id("garag")
+    counts = {common: 1000, rare: 2}
+
+    def term_counts(ids: list[int]) -> tuple[int, dict[int, int]]:
+        assert set(ids) == {common, rare}  # asked about the query's terms only
+        return 1000, {i: counts[i] for i in ids}
+
+    fixed = as_dict(embedder.embed_query("refund garage"))
+    local = as_dict(embedder.embed_query_with_counts("refund garage", term_counts))
+    assert fixed[common] == fixed[rare]
+    assert local[rare] > fixed[rare] and local[common] < fixed[common]
+    assert local[rare] / local[common] > 5
+    assert embedder.embed_query_with_counts("the of and", term_counts) == {"indices": [], "values": []}

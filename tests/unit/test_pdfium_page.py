@@ -113,7 +113,7 @@ def test_pdfminer_never_reads_a_page(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pdfplumber, "open", refuse)
     result = read_pdf(FHS.read_bytes(), use_ocr=False)
     assert [p.number for p in result.pages] == list(range(1, 51))
-    assert [p.number for p in result.pages if p.tables] == [33, 34]
+    assert {33, 34} <= {p.number for p in result.pages if p.tables}  # the ruled locale table
 
 
 def _tables_through_pdfplumber(path: Path, number: int) -> list[tuple[tuple[float, ...], list[list[str]]]]:

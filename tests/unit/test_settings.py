@@ -11,7 +11,8 @@ from librarian.settings import load_settings
 def test_defaults_are_the_embedded_providers(settings):
     assert (settings.file_store, settings.parser, settings.dense_embedder) == ("local", "local", "minilm")
     assert settings.sparse_embedder == "local" and settings.vector_index == "lancedb"
-    assert settings.reranker == "local"
+    assert settings.reranker == "none"  # the local reranker did not earn its cost (README)
+    assert settings.sparse_idf == "namespace"
     assert settings.postgres_url is None and settings.chat_model is None
 
 

@@ -1,0 +1,87 @@
+"""Cancelled ingest runs, as this process knows them, and the per-path write fence.
+
+A cancelled run must leave nothing in the index. Cancelling stops the run between steps (the server
+cancels the run's task; plain Python sets the flag read here), but a node already running in a
+worker thread keeps running until it returns. So the nodes that write vectors ask `raise_if_cancelled`
+right before they write, while holding the path's fence; the follow-up run of a delete, a re-upload
+or a cancel deletes the path's vectors under the same fence. Whatever the cancelled run wrote before
+that delete is deleted; whatever it would write after sees the flag and writes nothing.
+
+The registry is per process: the dev server and plain Python run their graphs in the process that
+cancels them. Run ids are UUIDs, so the set only grows by the runs actually cancelled.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+from weakref import WeakValueDictionary
+
+from librarian.errors import LibrarianError
+
+
+class IngestCancelledError(LibrarianError):
+    """The run was cancelled (delete, re-upload or an admin's cancel); it wrote nothing more."""
+
+    code = "cancelled"
+
+
+_cancelled: set[str] = set()
+_guard = threading.Lock()
+
+
+def run_id_of(runtime: Any) -> str | None:
+    """The id of the run a node belongs to: the server's run id, or the one `LocalRuns` gave it."""
+    info = getattr(runtime, "execution_info", None)
+    run_id = getattr(info, "run_id", None)
+    return str(run_id) if run_id else None
+
+
+def cancel_run(run_id: str) -> None:
+    with _guard:
+        _cancelled.add(str(run_id))
+
+
+def is_cancelled(run_id: str | None) -> bool:
+    with _guard:
+        return run_id is not None and run_id in _cancelled
+
+
+def forget_run(run_id: str) -> None:
+    """Drop a finished run's flag (plain Python knows when its runs end)."""
+    with _guard:
+        _cancelled.discard(str(run_id))
+
+
+def raise_if_cancelled(runtime: Any) -> None:
+    if is_cancelled(run_id_of(runtime)):
+        raise IngestCancelledError("the ingest was cancelled")
+
+
+class _Fence:
+    """A lock that can be weakly referenced, so fences of idle paths are freed."""
+
+    __slots__ = ("__weakref__", "_lock")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> _Fence:
+        self._lock.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
+_fences: WeakValueDictionary[tuple[str, str], _Fence] = WeakValueDictionary()
+
+
+def path_fence(org: str, path: str) -> _Fence:
+    """The lock that orders a path's vector writes against its deletes within this process."""
+    with _guard:
+        fence = _fences.get((org, path))
+        if fence is None:
+            fence = _Fence()
+            _fences[(org, path)] = fence
+        return fence

@@ -1,0 +1,104 @@
+"""The agent's last step: check the final answer's citations against the sources they name.
+
+Runs after the chat model has answered (`create_agent` middleware, `after_agent`) and, for the
+extractive answerer, inside its node. It writes `citations` (one record per answer sentence,
+`tools.citations.Citation`) to the state. If a cited sentence is not supported, the answer message is
+replaced (same id) by one where that sentence is marked or dropped (`LIBRARIAN_UNSUPPORTED_SENTENCES`);
+what the model wrote is kept in the message's `additional_kwargs["unverified_content"]`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+
+from graphs.agent_state import LibrarianAgentState
+from librarian.settings import Settings
+from librarian.stack import Stack
+from tools.citations import Citation, PairJudge, apply_policy, verify_answer
+from tools.support import SupportScorer, bundled_embedder
+
+
+def support_scorer(stack: Stack) -> SupportScorer:
+    """The offline scorer, on the stack's MiniLM when it has one (no second copy of the model)."""
+    from librarian.embeddings.minilm import MiniLMEmbedder
+
+    dense = stack.dense
+    return SupportScorer(dense if isinstance(dense, MiniLMEmbedder) else bundled_embedder())
+
+
+def judge_for(settings: Settings, model: BaseChatModel | None) -> PairJudge | None:
+    if settings.support_judge != "llm" or model is None:
+        return None
+    from tools.support_llm import LLMSupportJudge
+
+    return LLMSupportJudge(model)
+
+
+def answer_text(message: BaseMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+
+
+def verify_message(
+    message: AIMessage,
+    sources: Sequence[Any],
+    scorer: SupportScorer,
+    judge: PairJudge | None,
+    policy: str,
+    start: int = 0,
+    end: int | None = None,
+) -> tuple[AIMessage | None, list[Citation]]:
+    """(replacement message or None if unchanged, citation records) for one final answer; only
+    `text[start:end]` is checked (the extractive answer's quotes, not its notice or source list)."""
+    text = answer_text(message)
+    records = verify_answer(text, list(sources), scorer, judge, start, end)
+    revised, records = apply_policy(text, records, "drop" if policy == "drop" else "mark")
+    if all(r["action"] == "kept" for r in records):
+        return None, records
+    kwargs = {**message.additional_kwargs, "unverified_content": text}
+    return message.model_copy(update={"content": revised, "additional_kwargs": kwargs}), records
+
+
+class VerifyCitations(AgentMiddleware):
+    """`after_agent`: citation records for the final answer; unsupported sentences marked or dropped."""
+
+    state_schema = LibrarianAgentState
+
+    def __init__(self, stack: Callable[[], Stack], model: BaseChatModel | None = None) -> None:
+        super().__init__()
+        self._stack = stack
+        self._model = model
+
+    @property
+    def name(self) -> str:
+        return "verify_citations"
+
+    def after_agent(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
+        messages = state.get("messages") or []
+        final = messages[-1] if messages else None
+        if not isinstance(final, AIMessage) or final.tool_calls:
+            return {"citations": []}
+        current = self._stack()
+        replacement, records = verify_message(
+            final,
+            state.get("sources") or [],
+            support_scorer(current),
+            judge_for(current.settings, self._model),
+            current.settings.unsupported_sentences,
+        )
+        update: dict[str, Any] = {"citations": records}
+        if replacement is not None:
+            update["messages"] = [replacement]
+        return update
+
+    async def aafter_agent(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
+        # The scorer runs MiniLM (and the judge a sync model call): off the event loop.
+        return await asyncio.to_thread(self.after_agent, state, runtime)

@@ -1,0 +1,80 @@
+"""The graph index build: one run per organization on thread `{org}:graph` (server: uuid5 of it).
+
+    await_ingests ─► collect ─► Send × stale documents ─► extract_document ─► merge
+                        └──────────────(nothing stale)────────────────────────┘   │
+                     publish ◄─ embed ◄─ summarize ◄─ communities ◄─────────────────┘
+
+- `await_ingests` (server only) waits until the organization's ingest runs are idle when the build
+  was scheduled by a document change;
+- `collect` lists the indexed documents and marks as stale those whose cached extraction is missing or
+  was made from other content or other extractor settings (a rebuild never re-extracts the rest);
+- `extract_document` (fan-out) extracts one document from its cached parse chunks, so chunk ids are the
+  vector index's record ids;
+- `merge` recomputes the graph from the cached extractions of the documents indexed now (a deleted
+  document contributes nothing), with every source kept, into a new *building* version;
+- `communities` runs hierarchical Leiden; `summarize` reuses every summary whose fingerprint is
+  unchanged and writes the rest; `embed` embeds the new summaries;
+- `publish` switches the organization's published version in one transaction and prunes the old one.
+
+`graph` (module level) is what `langgraph.json` serves as `graph_index` (clients cannot start it: the
+server's auth handlers refuse runs of it; the server's own routes start it in-process).
+"""
+
+from __future__ import annotations
+
+from langchain_core.runnables import RunnableLambda
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Checkpointer, RetryPolicy
+
+from graphs.context import LibrarianContext
+from graphs.graph_index_nodes import GraphIndexNodes, StackSupplier
+from graphs.graph_index_state import GraphIndexInput, GraphIndexOutput, GraphIndexState
+from graphs.ingest import TRANSIENT
+from librarian.stack import get_stack
+
+GRAPH_NAME = "graph_index"
+PROVIDER_RETRY = RetryPolicy(max_attempts=3, initial_interval=1.0, backoff_factor=2.0, retry_on=TRANSIENT)
+EXTRACT_WORKERS = 2  # documents extracted at once (spaCy is CPU-bound; the machine has few cores)
+
+
+def thread_id(organization_id: str) -> str:
+    """Plain-Python thread id of an organization's graph build; the server uses uuid5 of it."""
+    return f"{organization_id}:graph"
+
+
+def build_graph_index_graph(stack: StackSupplier = get_stack, checkpointer: Checkpointer = None):
+    """Compile the build graph over the given providers (default: from the environment)."""
+    nodes = GraphIndexNodes(stack)
+    builder = StateGraph(
+        GraphIndexState,
+        context_schema=LibrarianContext,
+        input_schema=GraphIndexInput,
+        output_schema=GraphIndexOutput,
+    )
+    # sync in plain Python (nothing to wait for), async on the server (waits for the org's ingests)
+    builder.add_node(
+        "await_ingests",
+        RunnableLambda(nodes.await_ingests, afunc=nodes.await_ingests_async, name="await_ingests"),
+    )
+    builder.add_node("collect", nodes.collect)
+    builder.add_node("extract_document", nodes.extract_document, retry_policy=PROVIDER_RETRY)
+    builder.add_node("merge", nodes.merge, retry_policy=PROVIDER_RETRY)
+    builder.add_node("communities", nodes.communities)
+    builder.add_node("summarize", nodes.summarize, retry_policy=PROVIDER_RETRY)
+    builder.add_node("embed", nodes.embed, retry_policy=PROVIDER_RETRY)
+    builder.add_node("publish", nodes.publish)
+    builder.add_edge(START, "await_ingests")
+    builder.add_edge("await_ingests", "collect")
+    builder.add_conditional_edges("collect", nodes.route_extraction, ["extract_document", "merge"])
+    builder.add_edge("extract_document", "merge")
+    builder.add_edge("merge", "communities")
+    builder.add_edge("communities", "summarize")
+    builder.add_edge("summarize", "embed")
+    builder.add_edge("embed", "publish")
+    builder.add_edge("publish", END)
+    return builder.compile(checkpointer=checkpointer, name=GRAPH_NAME).with_config(
+        max_concurrency=EXTRACT_WORKERS
+    )
+
+
+graph = build_graph_index_graph()

@@ -1,0 +1,88 @@
+"""The web app's Graph page: communities with summaries and one entity's neighbourhood picture.
+
+An upload schedules the organization's GraphRAG build; once a version is published the page lists
+its communities, and choosing a member draws that entity with its neighbours (an SVG) and lists the
+relations as text.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e.conftest import SCREENSHOTS
+from tests.integration.server_fixtures import DevServer, bearer, token, upload, wait_for_status
+
+ORG = "umbrella"
+BUILD_DEADLINE_S = 240.0
+STORY = (
+    b"# The counting house\n\n"
+    b"Ebenezer Scrooge runs a counting house in London with his clerk Bob Cratchit. "
+    b"Bob Cratchit works for Ebenezer Scrooge every day of the year, even at Christmas.\n\n"
+    b"Jacob Marley was the business partner of Ebenezer Scrooge in London. Jacob Marley visits "
+    b"Ebenezer Scrooge as a ghost on Christmas Eve.\n\n"
+    b"Tiny Tim is the son of Bob Cratchit. Bob Cratchit carries Tiny Tim home from church in London.\n"
+)
+
+
+@pytest.fixture(scope="module")
+def published(http: httpx.Client) -> dict[str, Any]:
+    tok = token("umberto", ORG)
+    response = upload(http, ORG, tok, "carol.md", STORY, "text/markdown")
+    assert response.status_code == 202, response.text
+    assert wait_for_status(http, ORG, tok, response.json()["path"], deadline_s=120)["status"] == "indexed"
+    deadline = time.monotonic() + BUILD_DEADLINE_S
+    status: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        status = http.get(f"/orgs/{ORG}/graph", headers=bearer(tok)).json()
+        if status.get("version") is not None:
+            return status
+        if (status.get("lastBuild") or {}).get("status") == "failed":
+            break
+        time.sleep(0.5)
+    raise AssertionError(f"no graph version was published: {status}")
+
+
+def test_communities_and_neighbourhood_over_http(http: httpx.Client, published: dict[str, Any]) -> None:
+    tok = token("umberto", ORG)
+    body = http.get(f"/orgs/{ORG}/graph/communities", headers=bearer(tok)).json()
+    assert body["version"] == published["version"] and body["communities"]
+    members = {m.lower() for c in body["communities"] for m in c["members"]}
+    assert any("scrooge" in m for m in members), members
+    hood_url = f"/orgs/{ORG}/graph/neighbourhood"
+    hood = http.get(hood_url, params={"entity": "Bob Cratchit"}, headers=bearer(tok))
+    assert hood.status_code == 200, hood.text
+    names = {n["name"] for n in hood.json()["nodes"]}
+    assert hood.json()["center"] in names and len(names) >= 2 and hood.json()["edges"]
+    unknown = http.get(hood_url, params={"entity": "Nobody"}, headers=bearer(tok))
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "unknown_entity"
+    empty = http.get(hood_url, params={"entity": " "}, headers=bearer(tok))
+    assert empty.status_code == 400
+    outsider = http.get(f"/orgs/{ORG}/graph/communities", headers=bearer(token("bob", "globex")))
+    assert outsider.status_code == 403
+    never_built = http.get("/orgs/hooli/graph/communities", headers=bearer(token("hal", "hooli")))
+    assert never_built.status_code == 404 and never_built.json()["error"]["code"] == "no_graph"
+
+
+def test_graph_page_draws_a_neighbourhood(browser: Any, server: DevServer, published: dict[str, Any]) -> None:
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport={"width": 1000, "height": 900})
+    context.add_init_script(f"sessionStorage.setItem('librarian.token', {token('umberto', ORG)!r})")
+    page = context.new_page()
+    try:
+        page.goto(server.url + "/#/graph")
+        expect(page.get_by_role("status")).to_contain_text(f"Version {published['version']}", timeout=30_000)
+        member = page.locator(".members button").filter(has_text="Scrooge").first
+        expect(member).to_be_visible()
+        member.click()
+        picture = page.get_by_role("img", name="related entities")
+        expect(picture).to_be_visible()
+        assert page.locator("svg.neighbourhood circle").count() >= 2
+        expect(page.get_by_role("list", name="Relations").locator("li").first).to_be_visible()
+        page.screenshot(path=str(SCREENSHOTS / "graph.png"), full_page=True)
+    finally:
+        context.close()

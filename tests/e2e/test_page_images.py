@@ -1,0 +1,123 @@
+"""The web app's server side over HTTP: static files without a token, page images with one.
+
+`GET /orgs/{org}/documents/docs/{name}/pages/{n}.png` renders a PDF page for citation viewers; it
+takes the same membership checks as the other document routes, bounds the width, caches the PNG
+beside the document, and answers a bad page or a non-PDF with a clear 4xx in the error shape.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import httpx
+import pytest
+from PIL import Image
+
+from tests.e2e.pdf import text_pdf
+from tests.integration.server_fixtures import DevServer, bearer, token, upload, wait_for_status
+
+ORG = "acme"
+
+
+@pytest.fixture(scope="module")
+def documents(http: httpx.Client) -> dict[str, str]:
+    """A two-page PDF and a Markdown file of `acme`, indexed."""
+    tok = token("alice", ORG)
+    pdf = text_pdf(
+        [
+            [(72, 100, 14, "Route test, first page.")],
+            [(72, 300, 14, "Route test, second page, with more words on it.")],
+        ]
+    )
+    paths = {}
+    for name, data in (("route.pdf", pdf), ("route-notes.md", b"# Notes\n\nA page-less document.\n")):
+        response = upload(http, ORG, tok, name, data)
+        assert response.status_code == 202, response.text
+        paths[name] = response.json()["path"]
+    for path in paths.values():
+        assert wait_for_status(http, ORG, tok, path, deadline_s=120)["status"] == "indexed"
+    return paths
+
+
+def _page(http: httpx.Client, path: str, page: object, tok: str | None, **params: str) -> httpx.Response:
+    headers = bearer(tok) if tok else {}
+    return http.get(f"/orgs/{ORG}/documents/{path}/pages/{page}.png", params=params, headers=headers)
+
+
+def test_a_member_gets_a_rendered_page_and_the_second_read_is_the_cached_file(
+    http: httpx.Client, server: DevServer, documents: dict[str, str]
+) -> None:
+    tok = token("alice", ORG)
+    first = _page(http, documents["route.pdf"], 2, tok, width="400")
+    assert first.status_code == 200, first.text
+    assert first.headers["content-type"] == "image/png"
+    image = Image.open(io.BytesIO(first.content)).convert("L")
+    assert image.width == 400 and image.height == round(400 * 792 / 612)
+    assert image.getextrema()[0] < 100  # the text is drawn, the page is not blank
+    cached = list(Path(server.env["LIBRARIAN_DATA_DIR"]).rglob("page-2-w400-*.png"))
+    assert len(cached) == 1 and cached[0].read_bytes() == first.content
+    again = _page(http, documents["route.pdf"], 2, tok, width="400")
+    assert again.content == first.content and again.headers["etag"] == first.headers["etag"]
+    reader = _page(http, documents["route.pdf"], 1, token("rita", ORG, role="reader"))
+    assert reader.status_code == 200  # reading pages is reading documents: readers may
+
+
+@pytest.mark.parametrize(
+    ("page", "params", "status", "code"),
+    [
+        (3, {}, 404, "page_not_found"),
+        (0, {}, 404, "page_not_found"),
+        ("two", {}, 400, "bad_page"),
+        (1, {"width": "5000"}, 400, "bad_width"),
+        (1, {"width": "-1"}, 400, "bad_width"),
+    ],
+)
+def test_bad_pages_and_widths_are_clear_4xx(
+    http: httpx.Client,
+    documents: dict[str, str],
+    page: object,
+    params: dict[str, str],
+    status: int,
+    code: str,
+) -> None:
+    response = _page(http, documents["route.pdf"], page, token("alice", ORG), **params)
+    assert response.status_code == status, response.text
+    assert response.json()["error"]["code"] == code
+    if page == 3:
+        assert "2 page" in response.json()["error"]["message"]
+
+
+def test_no_page_images_for_other_formats_or_unknown_documents(
+    http: httpx.Client, documents: dict[str, str]
+) -> None:
+    tok = token("alice", ORG)
+    markdown = _page(http, documents["route-notes.md"], 1, tok)
+    assert markdown.status_code == 404 and markdown.json()["error"]["code"] == "no_page_images"
+    missing = _page(http, "docs/never-uploaded.pdf", 1, tok)
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+
+
+def test_pages_take_the_same_membership_checks(http: httpx.Client, documents: dict[str, str]) -> None:
+    path = documents["route.pdf"]
+    assert _page(http, path, 1, None).status_code == 401
+    outsider = _page(http, path, 1, token("bob", "globex"))
+    assert outsider.status_code == 403 and outsider.json()["error"]["code"] == "forbidden"
+
+
+def test_the_app_is_served_without_a_token_and_nothing_else_is(http: httpx.Client) -> None:
+    index = http.get("/")
+    assert index.status_code == 200 and index.headers["content-type"].startswith("text/html")
+    assert "default-src 'self'" in index.headers["content-security-policy"]
+    assets = re.findall(r'(?:src|href)="(/assets/[^"]+)"', index.text)
+    assert any(a.endswith(".js") for a in assets) and any(a.endswith(".css") for a in assets)
+    for asset in assets:
+        response = http.get(asset)
+        assert response.status_code == 200 and len(response.content) > 100, asset
+    assert http.get("/assets/..%2F..%2Fserver.py").status_code == 404
+    assert http.get("/assets/missing.js").status_code == 404
+    # The page is public; the data is not.
+    assert http.get(f"/orgs/{ORG}/documents").status_code == 401
+    assert http.post("/threads/search", json={}).status_code in (401, 403)
+    assert http.get("/ok").status_code == 200

@@ -1,0 +1,247 @@
+"""Verified citations: for each answer sentence, which sources it cites and whether they back it.
+
+An answer's `[n]` cites `sources[n-1]`. Each sentence is scored against every sentence of each source
+it cites (`tools.support`); the best one is the supporting span, as character offsets into the
+source's `text`, so a UI can highlight it. Optionally a chat model judges the (sentence, source)
+pairs instead (`LIBRARIAN_SUPPORT_JUDGE=llm`); the span still comes from the local scorer.
+
+Unsupported sentences are never changed silently: by default they are marked in the text
+(`UNSUPPORTED_MARK`), or dropped (`LIBRARIAN_UNSUPPORTED_SENTENCES=drop`); either way the record says
+which, and the caller keeps the original text. The record shape is documented in the README
+("Citations"); `verify_answer` is the pure entry point (`librarian eval answers` uses it too).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Literal, Protocol
+
+from typing_extensions import TypedDict
+
+from tools.retrieval import Source
+from tools.support import SupportScorer, strip_markers
+
+UNSUPPORTED_MARK = " [unsupported]"
+ALL_DROPPED = "No sentence of the answer is supported by the sources it cites, so none is shown."
+
+Action = Literal["kept", "marked", "dropped"]
+Policy = Literal["mark", "drop"]
+
+# A sentence ends at . ! or ? (with any citation markers that follow it) before white space, or at a
+# line break: answers cite after the full stop ("... 14 days. [1]") as often as before it.
+_SENTENCE_END = re.compile(r"[.!?]+(?:[ \t]*\[\d+(?:\s*,\s*\d+)*\])*(?=\s|$)|\n+")
+# A full stop after these is not the end of a sentence ("e.g. [1]", "Smith et al. found").
+_ABBREVIATION = re.compile(
+    r"(?:\b(?:e\.g|i\.e|etc|vs|cf|al|fig|figs|no|nos|dr|mr|mrs|ms|st|approx|ca|p|pp)|\b[A-Z])\.$", re.I
+)
+_MARKERS = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+_LEAD = " \t-*•>#|"
+_REFERENCE_ENTRY = re.compile(r"\[\d+\]\s+\S")  # "[2] handbook.pdf, page 4": a source list, not a claim
+
+
+class Span(TypedDict):
+    source_id: str
+    marker: int
+    start: int
+    end: int
+
+
+class Evidence(TypedDict):
+    marker: int
+    source_id: str
+    score: float
+    supported: bool
+    start: int
+    end: int
+
+
+class Citation(TypedDict):
+    sentence: str
+    start: int
+    end: int
+    markers: list[int]
+    source_ids: list[str]
+    supported: bool
+    score: float
+    span: Span | None
+    evidence: list[Evidence]
+    judge: str
+    action: Action
+
+
+class PairJudge(Protocol):
+    """Anything that scores (claim, passage) pairs in [0, 1] with a `threshold` (the LLM judge)."""
+
+    name: str
+    threshold: float
+
+    def score_pairs(self, claims: Sequence[str], passages: Sequence[str]) -> Sequence[float]: ...
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence of `text`, bullets and surrounding blanks excluded; fragments with
+    fewer than three letters or digits (a lone marker, a table rule) are not sentences."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    ends = [m for m in _SENTENCE_END.finditer(text) if not _ABBREVIATION.search(text[: m.start() + 1])]
+    for match in [*ends, None]:
+        end = match.end() if match else len(text)
+        if match is None and start >= len(text):
+            break
+        s, e = start, end
+        while s < e and (text[s] in _LEAD or text[s].isspace()):
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if sum(c.isalnum() for c in text[s:e]) >= 3:
+            spans.append((s, e))
+        start = end
+    return spans
+
+
+def markers_of(sentence: str) -> list[int]:
+    """Citation numbers in order of appearance, each once (`[1][3]`, `[1, 2]`)."""
+    seen: list[int] = []
+    for group in _MARKERS.findall(sentence):
+        for number in group.split(","):
+            n = int(number)
+            if n not in seen:
+                seen.append(n)
+    return seen
+
+
+def verify_answer(
+    answer: str,
+    sources: Sequence[Source],
+    scorer: SupportScorer | None = None,
+    judge: PairJudge | None = None,
+    start: int = 0,
+    end: int | None = None,
+) -> list[Citation]:
+    """One record per answer sentence: markers, cited ids, support score, best span, supported.
+
+    Only sentences inside `answer[start:end]` are checked (offsets stay those of `answer`); lines that
+    start with a marker ("[2] handbook.pdf, page 4") are a source list, not claims.
+    """
+    scorer = scorer or SupportScorer()
+    end = len(answer) if end is None else end
+    sentences = [
+        (s + start, e + start)
+        for s, e in split_sentences(answer[start:end])
+        if not _REFERENCE_ENTRY.match(answer, s + start)
+    ]
+    source_sentences = [split_sentences(s["text"]) for s in sources]
+    claims: list[str] = []
+    passages: list[str] = []
+    where: list[tuple[int, int, tuple[int, int]]] = []  # (answer sentence, marker, span) per pair
+    for i, (s_start, s_end) in enumerate(sentences):
+        for marker in markers_of(answer[s_start:s_end]):
+            if not 1 <= marker <= len(sources):
+                continue
+            text = sources[marker - 1]["text"]
+            for span in source_sentences[marker - 1]:
+                claims.append(answer[s_start:s_end])
+                passages.append(text[span[0] : span[1]])
+                where.append((i, marker, span))
+    local = scorer.score_pairs(claims, passages) if claims else []
+    best: dict[tuple[int, int], tuple[float, tuple[int, int]]] = {}
+    for (i, marker, span), score in zip(where, local, strict=True):
+        key = (i, marker)
+        if key not in best or score > best[key][0]:
+            best[key] = (float(score), span)
+    judged: dict[tuple[int, int], float] = {}
+    if judge is not None and best:
+        keys = list(best)
+        scores = judge.score_pairs(
+            [answer[sentences[i][0] : sentences[i][1]] for i, _ in keys],
+            [sources[m - 1]["text"] for _, m in keys],
+        )
+        judged = {key: float(score) for key, score in zip(keys, scores, strict=True)}
+    threshold = judge.threshold if judge is not None else scorer.threshold
+    records: list[Citation] = []
+    for i, (s_start, s_end) in enumerate(sentences):
+        sentence = answer[s_start:s_end]
+        markers = markers_of(sentence)
+        evidence: list[Evidence] = []
+        for marker in markers:
+            if (i, marker) not in best:  # a marker with no such source, or a source with no sentence
+                evidence.append(
+                    Evidence(
+                        marker=marker,
+                        source_id=sources[marker - 1]["id"] if 1 <= marker <= len(sources) else "",
+                        score=0.0,
+                        supported=False,
+                        start=0,
+                        end=0,
+                    )
+                )
+                continue
+            local_score, (s, e) = best[(i, marker)]
+            score = judged.get((i, marker), local_score)
+            evidence.append(
+                Evidence(
+                    marker=marker,
+                    source_id=sources[marker - 1]["id"],
+                    score=round(score, 4),
+                    supported=score >= threshold,
+                    start=s,
+                    end=e,
+                )
+            )
+        top = max(evidence, key=lambda ev: ev["score"], default=None)
+        records.append(
+            Citation(
+                sentence=sentence,
+                start=s_start,
+                end=s_end,
+                markers=markers,
+                source_ids=[ev["source_id"] for ev in evidence],
+                supported=any(ev["supported"] for ev in evidence),
+                score=top["score"] if top else 0.0,
+                span=Span(
+                    source_id=top["source_id"], marker=top["marker"], start=top["start"], end=top["end"]
+                )
+                if top and top["end"] > top["start"]
+                else None,
+                evidence=evidence,
+                judge=judge.name if judge is not None else scorer.name,
+                action="kept",
+            )
+        )
+    return records
+
+
+def apply_policy(
+    answer: str, citations: list[Citation], policy: Policy = "mark"
+) -> tuple[str, list[Citation]]:
+    """The answer with its unsupported cited sentences marked or dropped, and the updated records.
+
+    Sentences that cite nothing are left alone (a reader already sees they carry no citation).
+    """
+    out: list[str] = []
+    cursor = 0
+    updated: list[Citation] = []
+    kept_any = False
+    for record in citations:
+        flagged = bool(record["markers"]) and not record["supported"]
+        action: Action = "kept" if not flagged else ("dropped" if policy == "drop" else "marked")
+        updated.append({**record, "action": action})
+        out.append(answer[cursor : record["start"]])
+        if action == "dropped":
+            while out and out[-1].endswith((" ", "\t")):
+                out[-1] = out[-1].rstrip(" \t")
+        else:
+            kept_any = True
+            out.append(record["sentence"] + (UNSUPPORTED_MARK if action == "marked" else ""))
+        cursor = record["end"]
+    out.append(answer[cursor:])
+    text = "".join(out).strip()
+    if citations and not kept_any:
+        text = ALL_DROPPED
+    return text, updated
+
+
+def claim_text(sentence: str) -> str:
+    """A sentence as a judge should read it: without its citation markers."""
+    return strip_markers(sentence)

@@ -1,0 +1,160 @@
+// The GraphRAG view: the build's status, the communities with their summaries, and a small picture
+// of one entity's neighbourhood (pick a member of a community, or type a name).
+import { ApiError, type Api } from "./api";
+import { h } from "./dom";
+
+interface Community {
+  id: number;
+  level: number;
+  title: string;
+  summary: string;
+  size: number;
+  members: string[];
+}
+
+interface Neighbourhood {
+  center: string;
+  nodes: { name: string; label: string; type: string }[];
+  edges: { source: string; target: string; relation: string; weight: number }[];
+}
+
+const SVG = "http://www.w3.org/2000/svg";
+
+function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string | number>, text?: string) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+  if (text) el.textContent = text;
+  return el;
+}
+
+/** The entity in the middle, its neighbours on a circle, one line per edge (thicker when heavier). */
+function picture(n: Neighbourhood): SVGSVGElement {
+  const size = 420;
+  const mid = size / 2;
+  const radius = 150;
+  const others = n.nodes.filter((x) => x.name !== n.center);
+  const at = new Map<string, [number, number]>([[n.center, [mid, mid]]]);
+  others.forEach((node, i) => {
+    const angle = (2 * Math.PI * i) / Math.max(others.length, 1) - Math.PI / 2;
+    at.set(node.name, [mid + radius * Math.cos(angle), mid + radius * Math.sin(angle)]);
+  });
+  const label = n.nodes.find((x) => x.name === n.center)?.label ?? n.center;
+  const root = svg("svg", { viewBox: `0 0 ${size} ${size}`, class: "neighbourhood", role: "img", "aria-labelledby": "hood-title" });
+  root.append(svg("title", { id: "hood-title" }, `${label} and ${others.length} related entities`));
+  const heaviest = Math.max(1, ...n.edges.map((e) => e.weight));
+  for (const edge of n.edges) {
+    const [x1, y1] = at.get(edge.source) ?? [mid, mid];
+    const [x2, y2] = at.get(edge.target) ?? [mid, mid];
+    const line = svg("line", { x1, y1, x2, y2, class: "edge", "stroke-width": 1 + (3 * edge.weight) / heaviest });
+    line.append(svg("title", {}, edge.relation.replace(/_/g, " ")));
+    root.append(line);
+  }
+  for (const node of n.nodes) {
+    const [x, y] = at.get(node.name) ?? [mid, mid];
+    const center = node.name === n.center;
+    root.append(svg("circle", { cx: x, cy: y, r: center ? 10 : 7, class: center ? "node center" : "node" }));
+    root.append(svg("text", { x, y: y - (center ? 16 : 12), "text-anchor": "middle", class: "node-label" }, node.label));
+  }
+  return root;
+}
+
+export function renderGraph(root: HTMLElement, api: Api): () => void {
+  const status = h("p", { class: "help", role: "status" }, "Loading the graph…");
+  const list = h("div", { class: "communities" });
+  const hoodPanel = h("div", { class: "card", id: "neighbourhood", hidden: true });
+  const entity = h("input", { type: "search", id: "entity", placeholder: "an entity name" });
+  const lookup = h(
+    "form",
+    { class: "ask", role: "search" },
+    h("label", { for: "entity" }, "Show the neighbourhood of"),
+    entity,
+    h("div", { class: "row" }, h("button", { type: "submit" }, "Show")),
+  );
+  root.replaceChildren(
+    h("section", { "aria-labelledby": "graph-title" }, h("h2", { id: "graph-title" }, "Knowledge graph"), status, lookup, hoodPanel, list),
+  );
+  let stopped = false;
+
+  async function showNeighbourhood(name: string): Promise<void> {
+    hoodPanel.hidden = false;
+    hoodPanel.replaceChildren(h("p", { class: "help" }, `Loading ${name}…`));
+    try {
+      const n = (await api.graph("/neighbourhood", name)) as Neighbourhood;
+      const label = (key: string) => n.nodes.find((x) => x.name === key)?.label ?? key;
+      hoodPanel.replaceChildren(
+        h("h3", {}, `Around ${label(n.center)}`),
+        picture(n),
+        h(
+          "ul",
+          { class: "edges", "aria-label": "Relations" },
+          ...n.edges.map((e) => h("li", {}, `${label(e.source)} — ${e.relation.replace(/_/g, " ")} — ${label(e.target)}`)),
+        ),
+      );
+    } catch (e) {
+      hoodPanel.replaceChildren(h("p", { class: "error", role: "alert" }, (e as Error).message));
+    }
+    hoodPanel.scrollIntoView({ block: "nearest" });
+  }
+
+  lookup.addEventListener("submit", (event) => {
+    event.preventDefault();
+    if (entity.value.trim()) void showNeighbourhood(entity.value.trim());
+  });
+
+  (async () => {
+    try {
+      const state = await api.graph();
+      if (stopped) return;
+      const build = state.lastBuild?.status ? ` Last build: ${state.lastBuild.status}.` : "";
+      if (state.version == null) {
+        status.textContent = `No knowledge graph is published yet; it is built after documents are indexed.${build}`;
+        return;
+      }
+      status.textContent =
+        `Version ${state.version}: ${state.entities} entities, ${state.edges} relations from ${state.documents} documents.` +
+        (state.upToDate ? "" : " Some documents are not in it yet.") +
+        build;
+      const { communities } = (await api.graph("/communities")) as { communities: Community[] };
+      if (stopped) return;
+      const levels = [...new Set(communities.map((c) => c.level))].sort((a, b) => a - b);
+      for (const level of levels) {
+        list.append(
+          h("h3", {}, level === 0 ? "Broadest themes" : `Level ${level}`),
+          h(
+            "ul",
+            { class: "community-list" },
+            ...communities
+              .filter((c) => c.level === level)
+              .map((c) =>
+                h(
+                  "li",
+                  { class: "card" },
+                  h("h4", {}, c.title || `Community ${c.id}`),
+                  c.summary ? h("p", {}, c.summary) : null,
+                  h(
+                    "p",
+                    { class: "members" },
+                    `${c.size} entities: `,
+                    ...c.members.flatMap((m, i) => [
+                      i ? ", " : "",
+                      h("button", { type: "button", class: "link", onclick: () => showNeighbourhood(m) }, m),
+                    ]),
+                    c.size > c.members.length ? ", …" : "",
+                  ),
+                ),
+              ),
+          ),
+        );
+      }
+    } catch (e) {
+      if (stopped) return;
+      status.textContent =
+        e instanceof ApiError && e.status === 404
+          ? "This organization has no knowledge graph yet."
+          : `Could not load the graph: ${(e as Error).message}`;
+    }
+  })();
+  return () => {
+    stopped = true;
+  };
+}
