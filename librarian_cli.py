@@ -392,9 +392,16 @@ def cmd_token(args: argparse.Namespace) -> int:
     from librarian.auth import mint_token
     from librarian.settings import Settings
 
-    secret = Settings().auth_secret
+    settings = Settings()
+    secret = settings.auth_secret
     if not secret:
         raise CliError("LIBRARIAN_AUTH_SECRET is not set; it signs the token")
+    if not 0 < args.ttl <= settings.auth_max_token_lifetime_s:
+        # the server refuses longer-lived shared-secret tokens: say so now, not at the first request
+        raise CliError(
+            f"--ttl must be between 1 and {settings.auth_max_token_lifetime_s} seconds "
+            "(LIBRARIAN_AUTH_MAX_TOKEN_LIFETIME_S)"
+        )
     orgs = [o for o in (args.orgs or "").split(",") if o]
     print(mint_token(secret, args.user, args.org, orgs=orgs, role=args.role, ttl_s=args.ttl))
     return 0

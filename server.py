@@ -39,6 +39,7 @@ from graphs.document_runs import ServerRuns
 from graphs.documents import DocumentNotFoundError, DocumentOps, NoActiveIngestError
 from graphs.graph_index_runs import schedule_build, server_status
 from graphs.threads import server_thread_id
+from librarian.auth import is_member
 from librarian.errors import FileTooLargeError, InvalidPathError, LibrarianError, TenantError
 from librarian.files.multipart import ENVELOPE_BYTES, MalformedUploadError, read_file_field
 from librarian.files.paths import validate_document_path
@@ -76,8 +77,7 @@ def authorize(request: Request, *, write: bool) -> str:
         org = validate_organization_id(request.path_params["org"])
     except TenantError:
         raise ApiError(404, "not_found", "no such organization") from None
-    memberships = _field(user, "orgs") or []
-    if org not in memberships:
+    if not is_member(user, org):
         raise ApiError(403, "forbidden", "you are not a member of this organization")
     if write and "documents:write" not in (_field(user, "permissions") or []):
         raise ApiError(403, "forbidden", "your role cannot change this organization's documents")

@@ -37,6 +37,22 @@ _LEEWAY_S = 10
 _TIME_CLAIMS = ("exp", "iat", "nbf")
 
 
+def is_member(user: Any, organization_id: str) -> bool:
+    """The one membership check, for a `Principal` and for the user dict the server keeps.
+
+    Routes see the server's copy of the caller (`request.scope["user"]`, built from
+    `Principal.as_user()`), token verification the `Principal` itself; both ask here.
+    """
+    if isinstance(user, Principal):
+        organizations: Any = user.organizations
+    else:
+        try:
+            organizations = user["orgs"]
+        except (KeyError, TypeError, AttributeError):
+            organizations = getattr(user, "orgs", None)
+    return isinstance(organization_id, str) and organization_id in (organizations or ())
+
+
 class AuthenticationError(LibrarianError):
     """The request carries no usable credentials (HTTP 401). Messages never echo the token."""
 
@@ -55,7 +71,7 @@ class Principal:
     permissions: tuple[str, ...] = field(default=())
 
     def is_member(self, organization_id: str) -> bool:
-        return organization_id in self.organizations
+        return is_member(self, organization_id)
 
     def as_user(self) -> dict[str, Any]:
         """The user dict the LangGraph server stores (`langgraph_auth_user` in runs)."""

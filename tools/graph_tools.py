@@ -24,7 +24,7 @@ from langgraph.types import Command
 from pydantic import BaseModel, Field
 
 from librarian.stack import Stack, get_stack
-from librarian.tenancy import resolve_organization, validate_organization_id
+from librarian.tenancy import organization_of, validate_organization_id
 from tools.graph_global import (
     GlobalOptions,
     LLMMapper,
@@ -165,9 +165,8 @@ def _render(numbered: list[tuple[int, Source]], head: str) -> str:
 
 
 def _organization(config: RunnableConfig, runtime: Any) -> tuple[str, ToolRuntime | None]:
-    if not isinstance(runtime, ToolRuntime):  # plain Python: `tool.ainvoke(args, config=...)`
-        return resolve_organization(config), None
-    return resolve_organization(runtime.config, runtime.context), runtime
+    trusted = runtime if isinstance(runtime, ToolRuntime) else None  # plain Python: no runtime
+    return organization_of(config, trusted), trusted
 
 
 def _command(runtime: ToolRuntime, content: str, artifact: dict[str, Any], sources: list[Source]) -> Command:

@@ -23,7 +23,7 @@ from langgraph.types import Command
 from pydantic import BaseModel, Field
 
 from librarian.stack import Stack, get_stack
-from librarian.tenancy import resolve_organization
+from librarian.tenancy import organization_of
 from tools.rerank_base import Reranker
 from tools.retrieval import SearchOptions, SearchResult, Source, search
 
@@ -119,11 +119,9 @@ def make_search_tool(
         runtime: ToolRuntime = None,  # type: ignore[assignment]  # injected inside agents only
     ) -> Command | SearchResult:
         """Inside an agent: a Command that records the sources. Called directly: the result itself."""
+        organization_id = organization_of(config, runtime)
         if not isinstance(runtime, ToolRuntime):  # plain Python: `tool.invoke(args, config=...)`
             runtime = None  # whatever a caller passed as `runtime` is not trusted
-            organization_id = resolve_organization(config)
-        else:
-            organization_id = resolve_organization(runtime.config, runtime.context)
         current = stack()
         options = SearchOptions.from_settings(current, top_k=top_k)
         result = search(current, organization_id, query, options, _reranker(current))

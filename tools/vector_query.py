@@ -33,7 +33,7 @@ from librarian.index.base import EmbeddingContract, VectorIndex
 from librarian.index.contract import check_contract
 from librarian.index.filters import InvalidFilterError
 from librarian.stack import Stack, get_stack
-from librarian.tenancy import resolve_organization
+from librarian.tenancy import organization_of
 from tools.rerank_base import Reranked, Reranker
 from tools.retrieval import QueryChannels, SearchOptions, retrieve
 from tools.vector_query_options import (
@@ -225,7 +225,7 @@ def create_vector_query_tool(
     ) -> dict[str, Any]:
         # Only LangGraph's ToolNode makes a ToolRuntime; a `runtime` key in the arguments is not one.
         context = runtime.context if isinstance(runtime, ToolRuntime) else None
-        organization_id = resolve_organization(config, context)
+        organization_id = organization_of(config, runtime)
         overrides = run_overrides(config, context)
         settings = apply_overrides(base, overrides)
         try:

@@ -327,3 +327,14 @@ def test_status_table_wraps_long_names_and_reasons_at_80_columns(cli, tmp_path, 
     assert "".join(row[1].strip() for row in cells) == f"docs/{name}"
     reason = " ".join(row[4].strip() for row in cells)
     assert "the PDF cannot be read" in reason and reason.rstrip().endswith("damaged?")
+
+
+def test_token_lifetime_is_checked_against_what_the_server_accepts(cli, monkeypatch):
+    """A dev token the server would refuse (longer than the lifetime cap) is not minted."""
+    monkeypatch.setenv("LIBRARIAN_AUTH_SECRET", "s" * 40)
+    monkeypatch.setenv("LIBRARIAN_AUTH_MAX_TOKEN_LIFETIME_S", "7200")
+    code, out, err = cli("token", "--user", "alice", "--org", "acme", "--ttl", "7201")
+    assert code == 1 and not out.strip()
+    assert "--ttl must be between 1 and 7200 seconds" in err
+    code, out, _ = cli("token", "--user", "alice", "--org", "acme", "--ttl", "7200")
+    assert code == 0 and out.count(".") == 2  # a JWT

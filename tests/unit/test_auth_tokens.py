@@ -189,3 +189,14 @@ def test_jwks_tokens_also_need_numeric_time_claims(idp):
     key, server = idp
     with pytest.raises(AuthenticationError):
         _jwks_verifier(server).verify(_rs(key, exp="99999999999"))
+
+
+def test_one_membership_check_for_a_principal_and_the_servers_user_dict():
+    from librarian.auth import Principal, is_member
+
+    principal = Principal(user_id="u1", organization_id="acme", organizations=("acme", "globex"))
+    user = principal.as_user()
+    for org in ("acme", "globex", "initech", "", "ACME"):
+        assert is_member(principal, org) == is_member(user, org) == principal.is_member(org)
+    assert is_member(principal, "globex") and not is_member(user, "initech")
+    assert not is_member({}, "acme") and not is_member(None, "acme")
