@@ -47,7 +47,7 @@ from librarian.settings import get_settings
 from librarian.stack import get_stack
 from librarian.tenancy import validate_organization_id
 from webapi.errors import ApiError, ErrorShapeMiddleware, error_response
-from webapi.graph_view import communities_view, neighbourhood_view
+from webapi.graph_view import communities_view, local_answer, neighbourhood_view
 from webapi.guard import ClientIdGuardMiddleware, loopback_error
 from webapi.openapi import openapi_document
 from webapi.pages import page_image
@@ -245,6 +245,13 @@ async def graph_neighbourhood(request: Request) -> Response:
     return JSONResponse(await neighbourhood_view(org, request.query_params))
 
 
+@endpoint
+async def graph_local(request: Request) -> Response:
+    """A local GraphRAG retrieval (`?q=`): matched entities, evidence with sources, their neighbourhood."""
+    org = authorize(request, write=False)
+    return JSONResponse(await local_answer(org, request.query_params))
+
+
 async def openapi(request: Request) -> Response:
     return JSONResponse(openapi_document())
 
@@ -261,6 +268,7 @@ app = Starlette(
         Route("/orgs/{org}/graph", graph_status, methods=["GET"]),
         Route("/orgs/{org}/graph/communities", graph_communities, methods=["GET"]),
         Route("/orgs/{org}/graph/neighbourhood", graph_neighbourhood, methods=["GET"]),
+        Route("/orgs/{org}/graph/local", graph_local, methods=["GET"]),
         Route("/openapi-librarian.json", openapi, methods=["GET"]),
     ],
     middleware=[

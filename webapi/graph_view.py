@@ -2,6 +2,8 @@
 
     GET /orgs/{org}/graph/communities             communities per level with titles and summaries
     GET /orgs/{org}/graph/neighbourhood?entity=X  one entity, its nearest neighbours and their edges
+    GET /orgs/{org}/graph/local?q=QUESTION        a local GraphRAG retrieval: matched entities, the
+                                                  evidence with its sources, and their neighbourhood
 
 `server.py` checks membership first; the store is scoped to that organization (`store.scope(org)`),
 and every read pins the published version so a publish in the middle cannot mix two builds. Sizes
@@ -21,6 +23,8 @@ from webapi.errors import ApiError
 MAX_MEMBERS_SHOWN = 30
 MAX_NEIGHBOURS = 16
 MAX_ENTITY_CHARS = 200
+MAX_QUESTION_CHARS = 1000
+MAX_MATCHED_SHOWN = 4  # centres of the local answer's picture; more would not read on a phone
 
 
 def _no_graph() -> ApiError:
@@ -64,16 +68,19 @@ def neighbourhood(org: str, query: Mapping[str, str]) -> dict[str, Any]:
     version = published.version
     key = normalize_name(entity)
     key = graph.resolve_names([key], version=version).get(key, key)
-    found = graph.entities([key], version=version)
-    if not found:
+    if not graph.entities([key], version=version):
         raise ApiError(404, "unknown_entity", f"no entity {entity!r} in this organization's graph")
-    edges = sorted(graph.edges([key], version=version), key=lambda e: -e.weight)[:MAX_NEIGHBOURS]
-    others = {e.target if e.source == key else e.source for e in edges}
+    return {"organization_id": org, "version": version, "center": key, **_picture(graph, version, [key])}
+
+
+def _picture(graph: Any, version: int, keys: list[str]) -> dict[str, Any]:
+    """Nodes and edges around `keys`: their strongest edges (capped), the entities at both ends."""
+    found = graph.entities(keys, version=version)
+    edges = sorted(graph.edges(keys, version=version), key=lambda e: -e.weight)[:MAX_NEIGHBOURS]
+    wanted = set(keys)
+    others = {end for e in edges for end in (e.source, e.target) if end not in wanted}
     nodes = {e.name: e for e in [*found, *graph.entities(sorted(others), version=version)]}
     return {
-        "organization_id": org,
-        "version": version,
-        "center": key,
         "nodes": [
             {"name": e.name, "label": e.display_name, "type": e.type, "degree": e.degree}
             for e in nodes.values()
@@ -83,6 +90,63 @@ def neighbourhood(org: str, query: Mapping[str, str]) -> dict[str, Any]:
             for e in edges
             if e.source in nodes and e.target in nodes
         ],
+    }
+
+
+def _question(query: Mapping[str, str]) -> str:
+    question = (query.get("q") or "").strip()
+    if not question or len(question) > MAX_QUESTION_CHARS:
+        raise ApiError(400, "bad_question", f"give a question of 1 to {MAX_QUESTION_CHARS} characters")
+    return question
+
+
+async def local_answer(org: str, query: Mapping[str, str]) -> dict[str, Any]:
+    """`run_local` for the caller's organization, shaped for the page: every evidence item carries
+    the 1-based number of its source, so the page links it to the same viewer as a chat citation,
+    and the matched entities come with their neighbourhood so the page can draw them."""
+    from tools.graph_tools import chat_model, run_local  # lazy: the agent's tools load models
+
+    question = _question(query)
+    stack = await asyncio.to_thread(get_stack)  # first use opens stores: off the event loop
+    model = await asyncio.to_thread(chat_model, stack)
+    result = await run_local(stack, org, question, model=model)
+    if result["status"] == "no_graph" or result["version"] is None:
+        raise _no_graph()
+    version = int(result["version"])
+    sources = result["sources"]
+    number = {s["id"]: n for n, s in enumerate(sources, start=1)}
+    matched = [m["name"] for m in result["matchedEntities"]][:MAX_MATCHED_SHOWN]
+    graph = await asyncio.to_thread(lambda: stack.graph_store.scope(org))
+    picture = await asyncio.to_thread(_picture, graph, version, matched) if matched else None
+    return {
+        "organization_id": org,
+        "version": version,
+        "status": result["status"],
+        "question": question,
+        "matchedEntities": [
+            {"name": m["name"], "label": m["displayName"], "matchType": m["matchType"]}
+            for m in result["matchedEntities"]
+        ],
+        "communities": [
+            {"id": c["id"], "level": c["level"], "title": c["title"], "summary": c["summary"]}
+            for c in result["communities"]
+        ],
+        "evidence": [
+            {
+                "kind": e["kind"],
+                "text": e["text"],
+                "source": number[e["sourceId"]],
+                "subject": e["subject"],
+                "object": e["object"],
+            }
+            for e in result["evidence"]
+            if e["sourceId"] in number
+        ],
+        "relevantContext": result["relevantContext"],
+        "sources": [
+            {k: s[k] for k in ("id", "path", "filename", "page", "bbox", "text", "score")} for s in sources
+        ],
+        "neighbourhood": {"matched": matched, **picture} if picture else None,
     }
 
 

@@ -374,5 +374,27 @@ def openapi_document() -> dict[str, Any]:
                     },
                 },
             },
+            "/orgs/{org}/graph/local": {
+                "parameters": [
+                    _ORG,
+                    {
+                        "name": "q",
+                        "in": "query",
+                        "required": True,
+                        "description": "The question, naming its entities (1 to 1000 characters).",
+                        "schema": {"type": "string", "minLength": 1, "maxLength": 1000},
+                    },
+                ],
+                "get": {
+                    "operationId": "getGraphLocalAnswer",
+                    "summary": "Local GraphRAG retrieval: matched entities, evidence with numbered sources "
+                    "(path, page, bbox, text) and the matched entities' neighbourhood.",
+                    "responses": {
+                        "200": {"description": "Local retrieval.", "content": {"application/json": {}}},
+                        **_COMMON_ERRORS,
+                        "404": _error("No published graph yet (`no_graph`)."),
+                    },
+                },
+            },
         },
     }

@@ -2,7 +2,8 @@
 
 An upload schedules the organization's GraphRAG build; once a version is published the page lists
 its communities, and choosing a member draws that entity with its neighbours (an SVG) and lists the
-relations as text.
+relations as text. A local question (`/graph/local`) returns the evidence with the organization's
+sources and the matched entities' neighbourhood, which the page draws with those entities highlighted.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from tests.e2e.conftest import SCREENSHOTS
 from tests.integration.server_fixtures import DevServer, bearer, token, upload, wait_for_status
 
 ORG = "umbrella"
+LOCAL_QUESTION = "Who works for Ebenezer Scrooge?"
 BUILD_DEADLINE_S = 240.0
 STORY = (
     b"# The counting house\n\n"
@@ -84,5 +86,64 @@ def test_graph_page_draws_a_neighbourhood(browser: Any, server: DevServer, publi
         assert page.locator("svg.neighbourhood circle").count() >= 2
         expect(page.get_by_role("list", name="Relations").locator("li").first).to_be_visible()
         page.screenshot(path=str(SCREENSHOTS / "graph.png"), full_page=True)
+    finally:
+        context.close()
+
+
+def test_local_answer_over_http(http: httpx.Client, published: dict[str, Any]) -> None:
+    tok = token("umberto", ORG)
+    local_url = f"/orgs/{ORG}/graph/local"
+    response = http.get(local_url, params={"q": LOCAL_QUESTION}, headers=bearer(tok))
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["status"] == "completed" and body["version"] == published["version"]
+    assert any("scrooge" in m["label"].lower() for m in body["matchedEntities"]), body["matchedEntities"]
+    own = {d["path"] for d in http.get(f"/orgs/{ORG}/documents", headers=bearer(tok)).json()["documents"]}
+    assert body["sources"] and {s["path"] for s in body["sources"]} <= own
+    assert all({"path", "page", "bbox", "text"} <= set(s) for s in body["sources"])
+    assert body["evidence"] and all(1 <= e["source"] <= len(body["sources"]) for e in body["evidence"])
+    hood = body["neighbourhood"]
+    names = {n["name"] for n in hood["nodes"]}
+    assert hood["matched"] and set(hood["matched"]) <= names and hood["edges"]
+
+    def get(question: str, tok: str | None, org: str = ORG) -> httpx.Response:
+        headers = bearer(tok) if tok else {}
+        return http.get(f"/orgs/{org}/graph/local", params={"q": question}, headers=headers)
+
+    assert get(LOCAL_QUESTION, token("bob", "globex")).status_code == 403
+    assert get(LOCAL_QUESTION, None).status_code == 401
+    never_built = get(LOCAL_QUESTION, token("hal", "hooli"), "hooli")
+    assert never_built.status_code == 404 and never_built.json()["error"]["code"] == "no_graph"
+    for bad in (" ", "x" * 1001):
+        refused = get(bad, tok)
+        assert refused.status_code == 400 and refused.json()["error"]["code"] == "bad_question"
+        assert "Traceback" not in refused.text
+
+
+def test_graph_page_asks_locally(browser: Any, server: DevServer, published: dict[str, Any]) -> None:
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport={"width": 1000, "height": 900})
+    context.add_init_script(f"sessionStorage.setItem('librarian.token', {token('umberto', ORG)!r})")
+    page = context.new_page()
+    try:
+        page.goto(server.url + "/#/graph")
+        expect(page.get_by_role("status")).to_contain_text(f"Version {published['version']}", timeout=30_000)
+        question = page.get_by_label("Ask the graph (local)", exact=True)
+        question.fill(LOCAL_QUESTION)
+        question.press("Enter")  # the keyboard submits the form
+        answer = page.locator("#local-answer")
+        picture = answer.get_by_role("img", name="related entities")
+        expect(picture).to_be_visible()
+        assert answer.locator("svg.neighbourhood circle.matched").count() >= 1
+        citation = answer.get_by_role("list", name="Evidence").locator("button.cite").first
+        expect(citation).to_be_visible()
+        page.screenshot(path=str(SCREENSHOTS / "graph-local.png"), full_page=True)
+        page.set_viewport_size({"width": 390, "height": 844})  # a phone: the picture shrinks to fit
+        box = picture.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+        citation.click()
+        expect(page.locator("#viewer")).to_be_visible()
+        expect(page.locator("#viewer-body mark")).to_be_visible()
     finally:
         context.close()

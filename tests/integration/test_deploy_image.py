@@ -1,8 +1,8 @@
 """The server starts as the generated Dockerfile configures it (no Docker daemon is assumed here).
 
 `langgraph dockerfile` turns `langgraph.json` into the image's environment: `LANGSERVE_GRAPHS`,
-`LANGGRAPH_HTTP` and `LANGGRAPH_AUTH`, with the project at `/deps/main`. This test reads those
-values back out of the generated Dockerfile, points `/deps/main` at this checkout, and serves them
+`LANGGRAPH_HTTP` and `LANGGRAPH_AUTH`, with the project at `/deps/{checkout folder}`. This test reads those
+values back out of the generated Dockerfile, points that path at this checkout, and serves them
 with the in-memory runtime (the image's runtime keeps the same graphs, routes and auth in
 PostgreSQL): the graphs load, the routes answer, and auth guards them.
 """
@@ -21,7 +21,7 @@ import pytest
 
 from tests.integration.server_fixtures import REPO_DIR, DevServer, server_env, token
 
-IMAGE_ROOT = "/deps/main"
+IMAGE_ROOT = f"/deps/{REPO_DIR.name}"  # `langgraph dockerfile` names it after the checkout folder
 
 pytestmark = pytest.mark.timeout(300)
 

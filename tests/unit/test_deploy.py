@@ -23,7 +23,8 @@ from tests.conftest import REPO_DIR
 
 ENV_EXAMPLE = REPO_DIR / ".env.example"
 SETTINGS_SOURCE = REPO_DIR / "librarian" / "settings.py"
-IMAGE_ROOT = "/deps/main"  # where `langgraph dockerfile` puts the project (`ADD . /deps/main`)
+# where `langgraph dockerfile` puts the project: `ADD . /deps/{name of the checkout folder}`
+IMAGE_ROOT = f"/deps/{REPO_DIR.name}"
 
 HEADER = """\
 # Every Librarian setting (librarian/settings.py) with its default. Copy to `.env` and uncomment what

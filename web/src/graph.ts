@@ -2,6 +2,7 @@
 // of one entity's neighbourhood (pick a member of a community, or type a name).
 import { ApiError, type Api } from "./api";
 import { h } from "./dom";
+import { localPanel } from "./graphlocal";
 
 interface Community {
   id: number;
@@ -12,7 +13,7 @@ interface Community {
   members: string[];
 }
 
-interface Neighbourhood {
+export interface Neighbourhood {
   center: string;
   nodes: { name: string; label: string; type: string }[];
   edges: { source: string; target: string; relation: string; weight: number }[];
@@ -27,20 +28,28 @@ function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string,
   return el;
 }
 
-/** The entity in the middle, its neighbours on a circle, one line per edge (thicker when heavier). */
-function picture(n: Neighbourhood): SVGSVGElement {
+/** The entity in the middle (or the matched entities on a small inner ring), their neighbours on a
+ * circle, one line per edge (thicker when heavier). With `matched`, the centres are the entities a
+ * local question matched: drawn highlighted and titled so. */
+export function picture(n: Neighbourhood, centers: string[] = [n.center], id = "hood-title", matched = false): SVGSVGElement {
   const size = 420;
   const mid = size / 2;
   const radius = 150;
-  const others = n.nodes.filter((x) => x.name !== n.center);
-  const at = new Map<string, [number, number]>([[n.center, [mid, mid]]]);
-  others.forEach((node, i) => {
-    const angle = (2 * Math.PI * i) / Math.max(others.length, 1) - Math.PI / 2;
-    at.set(node.name, [mid + radius * Math.cos(angle), mid + radius * Math.sin(angle)]);
-  });
-  const label = n.nodes.find((x) => x.name === n.center)?.label ?? n.center;
-  const root = svg("svg", { viewBox: `0 0 ${size} ${size}`, class: "neighbourhood", role: "img", "aria-labelledby": "hood-title" });
-  root.append(svg("title", { id: "hood-title" }, `${label} and ${others.length} related entities`));
+  const inner = centers.length > 1 ? 55 : 0;
+  const isCenter = new Set(centers);
+  const others = n.nodes.filter((x) => !isCenter.has(x.name));
+  const at = new Map<string, [number, number]>();
+  const ring = (names: string[], r: number, turn: number) =>
+    names.forEach((name, i) => {
+      const angle = (2 * Math.PI * i) / Math.max(names.length, 1) - Math.PI / 2 + turn;
+      at.set(name, [mid + r * Math.cos(angle), mid + r * Math.sin(angle)]);
+    });
+  ring(centers, inner, Math.PI / 4);
+  ring(others.map((x) => x.name), radius, 0);
+  const labelOf = (key: string) => n.nodes.find((x) => x.name === key)?.label ?? key;
+  const title = `${centers.map(labelOf).join(", ")} and ${others.length} related entities`;
+  const root = svg("svg", { viewBox: `0 0 ${size} ${size}`, class: "neighbourhood", role: "img", "aria-labelledby": id });
+  root.append(svg("title", { id }, title));
   const heaviest = Math.max(1, ...n.edges.map((e) => e.weight));
   for (const edge of n.edges) {
     const [x1, y1] = at.get(edge.source) ?? [mid, mid];
@@ -51,8 +60,10 @@ function picture(n: Neighbourhood): SVGSVGElement {
   }
   for (const node of n.nodes) {
     const [x, y] = at.get(node.name) ?? [mid, mid];
-    const center = node.name === n.center;
-    root.append(svg("circle", { cx: x, cy: y, r: center ? 10 : 7, class: center ? "node center" : "node" }));
+    const center = isCenter.has(node.name);
+    const circle = svg("circle", { cx: x, cy: y, r: center ? 10 : 7, class: center ? (matched ? "node center matched" : "node center") : "node" });
+    circle.append(svg("title", {}, center && matched ? `${node.label} (matched)` : node.label));
+    root.append(circle);
     root.append(svg("text", { x, y: y - (center ? 16 : 12), "text-anchor": "middle", class: "node-label" }, node.label));
   }
   return root;
@@ -71,7 +82,7 @@ export function renderGraph(root: HTMLElement, api: Api): () => void {
     h("div", { class: "row" }, h("button", { type: "submit" }, "Show")),
   );
   root.replaceChildren(
-    h("section", { "aria-labelledby": "graph-title" }, h("h2", { id: "graph-title" }, "Knowledge graph"), status, lookup, hoodPanel, list),
+    h("section", { "aria-labelledby": "graph-title" }, h("h2", { id: "graph-title" }, "Knowledge graph"), status, localPanel(api), lookup, hoodPanel, list),
   );
   let stopped = false;
 
