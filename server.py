@@ -68,8 +68,11 @@ def _field(user: Any, name: str) -> Any:
         return getattr(user, name, None)
 
 
-def authorize(request: Request, *, write: bool) -> str:
-    """The route's organization, once the caller is shown to be a member (and a writer, if asked)."""
+def authorize(request: Request, *, write: bool, admin_to: str | None = None) -> str:
+    """The route's organization, once the caller is shown to be a member (a writer, an admin, if asked).
+
+    `admin_to` names what only the organization's admins may do, for the refusal's message.
+    """
     user = request.scope.get("user")
     if user is None or not getattr(user, "is_authenticated", False):
         raise ApiError(401, "unauthenticated", "a bearer token is required")
@@ -81,6 +84,8 @@ def authorize(request: Request, *, write: bool) -> str:
         raise ApiError(403, "forbidden", "you are not a member of this organization")
     if write and "documents:write" not in (_field(user, "permissions") or []):
         raise ApiError(403, "forbidden", "your role cannot change this organization's documents")
+    if admin_to is not None and _field(user, "role") != "admin":
+        raise ApiError(403, "forbidden", f"only an organization admin can {admin_to}")
     return org
 
 
@@ -198,9 +203,7 @@ async def _schedule_graph_after_change(org: str, owner: str) -> None:
 @endpoint
 async def rebuild_graph(request: Request) -> Response:
     """Organization admins schedule a rebuild of the GraphRAG index (at most one queued per organization)."""
-    org = authorize(request, write=True)
-    if _field(request.scope["user"], "role") != "admin":
-        raise ApiError(403, "forbidden", "only an organization admin can rebuild the graph")
+    org = authorize(request, write=True, admin_to="rebuild the graph")
     scheduled = await schedule_build(org, owner=_owner(request))
     return JSONResponse({"organization_id": org, **scheduled}, status_code=202)
 
@@ -215,9 +218,7 @@ async def graph_status(request: Request) -> Response:
 @endpoint
 async def cancel_document_ingest(request: Request) -> Response:
     """Organization admins cancel a document's queued or running ingest; nothing of it stays indexed."""
-    org = authorize(request, write=True)
-    if _field(request.scope["user"], "role") != "admin":
-        raise ApiError(403, "forbidden", "only an organization admin can cancel an ingest")
+    org = authorize(request, write=True, admin_to="cancel an ingest")
     path = _path_param(request)
     run = await documents().cancel(org, path, owner=_owner(request))
     body = {"path": path, "cancelled": True, "thread_id": run.thread_id, "run_id": run.run_id}
