@@ -27,7 +27,7 @@ from librarian.graph.model import (
     Provenance,
     claim_id,
 )
-from librarian.graph.store import GraphStore
+from librarian.graph.store import GraphStore, OrgGraph
 
 DIMENSION = 8
 PATH_A = "docs/carol-a.txt"
@@ -192,18 +192,35 @@ def build_fixture_graph(store: GraphStore, org: str, *, name_prefix: str = "") -
     entities, edges, claims, communities = fixture_graph()
     for community in communities:
         community.summary = name_prefix + community.summary
-    for path, chunks in CHUNKS.items():
-        g.put_chunks(path, f"hash-{path}", chunks)
-    version = g.begin_version(extractor="fixture", summarizer="fixture", embedding_model="axes-8")
     embeddings = {e.name: axis(3) if "scrooge" in e.name else axis(4) for e in entities}
-    documents = [DocumentRef(p, f"hash-{p}", "fixture", len(c)) for p, c in CHUNKS.items()]
+    return publish_graph(
+        g, CHUNKS, entities, edges, claims, communities, embeddings, embedding_model="axes-8"
+    )
+
+
+def publish_graph(
+    g: OrgGraph,
+    chunks: dict[str, list[ChunkRef]],
+    entities: list[Entity],
+    edges: list[Edge],
+    claims: list[Claim],
+    communities: list[Community],
+    entity_embeddings: dict[str, np.ndarray],
+    *,
+    embedding_model: str,
+) -> GraphVersion:
+    """Write chunks and one version of a hand-made graph through a scoped store, and publish it."""
+    for path, path_chunks in chunks.items():
+        g.put_chunks(path, f"hash-{path}", path_chunks)
+    version = g.begin_version(extractor="fixture", summarizer="fixture", embedding_model=embedding_model)
+    documents = [DocumentRef(p, f"hash-{p}", "fixture", len(c)) for p, c in chunks.items()]
     g.write_version(
         version,
         documents=documents,
         entities=entities,
         edges=edges,
         claims=claims,
-        entity_embeddings=embeddings,
+        entity_embeddings=entity_embeddings,
     )
     g.write_communities(version, communities)
     return g.publish(version, {"fixture": True})

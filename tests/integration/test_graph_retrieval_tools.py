@@ -18,8 +18,7 @@ from langchain_openai import ChatOpenAI
 
 from graphs.agent import build_agent
 from librarian.errors import TenantError
-from librarian.graph.model import DocumentRef
-from librarian.graph.testing import CHUNKS, fixture_graph
+from librarian.graph.testing import CHUNKS, fixture_graph, publish_graph
 from librarian.settings import Settings
 from librarian.stack import Stack
 from tests.wire.openai_server import TEST_API_KEY, OpenAIWireServer, TextReply, ToolCallReply
@@ -38,28 +37,19 @@ def build_marked_graph(stack: Stack, org: str, marker: str) -> None:
     """The fixture graph with `marker` in every chunk, claim and summary, embedded with MiniLM."""
     g = stack.graph_store.scope(org)
     entities, edges, claims, communities = fixture_graph()
-    for path, chunks in CHUNKS.items():
-        g.put_chunks(
-            path, f"hash-{path}", [dataclasses.replace(c, text=f"{marker} {c.text}") for c in chunks]
-        )
+    chunks = {
+        path: [dataclasses.replace(c, text=f"{marker} {c.text}") for c in path_chunks]
+        for path, path_chunks in CHUNKS.items()
+    }
     claims = [dataclasses.replace(c, description=f"{marker} {c.description}") for c in claims]
     for community in communities:
         community.summary = f"{marker} {community.summary}"
         community.summary_embedding = unit(stack.dense.embed_query(community.summary))
     names = stack.dense.embed_documents([e.display_name for e in entities])
     embeddings = {e.name: unit(v) for e, v in zip(entities, names, strict=True)}
-    version = g.begin_version(extractor="fixture", summarizer="fixture", embedding_model=stack.dense.model_id)
-    documents = [DocumentRef(p, f"hash-{p}", "fixture", len(c)) for p, c in CHUNKS.items()]
-    g.write_version(
-        version,
-        documents=documents,
-        entities=entities,
-        edges=edges,
-        claims=claims,
-        entity_embeddings=embeddings,
+    publish_graph(
+        g, chunks, entities, edges, claims, communities, embeddings, embedding_model=stack.dense.model_id
     )
-    g.write_communities(version, communities)
-    g.publish(version, {"fixture": True})
 
 
 @pytest.fixture(scope="module")
