@@ -372,11 +372,26 @@ def cmd_delete(args: argparse.Namespace) -> int:
         except DocumentNotFoundError:
             raise missing from None
     console().print(f"{status.path}: {status.status} (its vectors first, then its file)")
+    # The published graph keeps the document's entities, claims and summaries until it is rebuilt
+    # (a build loads spaCy: seconds, not worth it per delete). Graph answers already skip it (the
+    # index is checked at query time, `tools.graph_live`); `graph status` lists it as stale.
+    graph = stack.graph_store.scope(args.org)
+    published = graph.published_version()
+    if published is not None and any(d.path == status.path for d in graph.documents()):
+        console().print(
+            f"the knowledge graph (version {published.version}) still holds it; graph answers no longer "
+            f"cite it, and `librarian graph build --org {args.org}` removes it"
+        )
     return 0
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
-    """Re-embed indexed documents; skipped and failed ones have no parse to reuse and keep their status."""
+    """Re-embed indexed documents; skipped and failed ones have no parse to reuse and keep their status.
+
+    `--migrate` instead converts the whole index (every organization) to the configured embedders.
+    """
+    if args.migrate:
+        return cmd_reindex_migrate()
     stack = load_stack()
     require_documents(stack, args.org)
     with document_service(stack) as service:
@@ -385,6 +400,47 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         ]
     print_status_table(statuses)
     return 0 if all(s.status != "failed" for s in statuses) else EXIT_ERROR
+
+
+def cmd_reindex_migrate() -> int:
+    """`reindex --migrate`: a new index beside the old one, switched to only when every document is done."""
+    from rich.markup import escape
+
+    from graphs.reindex_migrate import migrate_index
+
+    stack = load_stack()
+    with err_console().status("migrating the index: re-embedding every document") as spinner:
+        report = migrate_index(stack, on_document=lambda o: spinner.update(f"{o.result}: {o.org}/{o.path}"))
+    say = console().print
+    for path in report.moved_aside:
+        say(f"an old index left by an interrupted switch was kept at {escape(str(path))}", soft_wrap=True)
+    if not report.needed:
+        say("the index already matches the configured embedders; nothing to migrate")
+        return 0
+    for o in report.having("missing", "skipped", "failed"):
+        colour = "red" if o.result == "failed" else "yellow"
+        say(
+            f"[{colour}]{o.result}[/] {escape(o.org)}/{escape(o.path)}: {escape(o.reason or '')}",
+            soft_wrap=True,
+        )
+    counts = ", ".join(
+        f"{len(report.having(kind))} {kind}"
+        for kind in ("reembedded", "reparsed", "reused", "missing", "skipped", "failed")
+        if report.having(kind)
+    )
+    if not report.switched:
+        say(
+            f"not switched ({counts or 'no documents'}): the old index stays in use. Fix the failed "
+            "documents and run `librarian reindex --migrate` again; finished ones are not redone.",
+            soft_wrap=True,
+        )
+        return EXIT_ERROR
+    say(
+        f"migrated to {escape(report.configured.describe())} ({counts or 'no documents'}). The old "
+        f"index is kept at {escape(str(report.backup))}; delete it when you no longer need it.",
+        soft_wrap=True,
+    )
+    return 0
 
 
 def cmd_token(args: argparse.Namespace) -> int:
@@ -531,6 +587,14 @@ def build_parser() -> argparse.ArgumentParser:
     delete = sub.add_parser("delete", help="delete a document: vectors first, then the file")
     delete.add_argument("path", help="docs/<name> or a file name")
     reindex = sub.add_parser("reindex", help="re-embed every document from its cached parse")
+    reindex_scope = reindex.add_mutually_exclusive_group(required=True)
+    reindex_scope.add_argument("--org", help="organization id (the namespace)")
+    reindex_scope.add_argument(
+        "--migrate",
+        action="store_true",
+        help="convert the whole index (every organization) to the configured embedders: a new index "
+        "is built beside the old one and replaces it only when every document is done",
+    )
     search = sub.add_parser("search", help="search an organization's documents; show scores per source")
     search.add_argument("query")
     search.add_argument(
@@ -544,7 +608,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="search: the agent; local/global: GraphRAG; auto (default): chosen from the question",
     )
-    for p in (ingest, status, delete, reindex, search, ask):
+    for p in (ingest, status, delete, search, ask):
         p.add_argument("--org", required=True, help="organization id (the namespace)")
     for p in (ingest, status, search, ask):
         p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")

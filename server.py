@@ -23,7 +23,6 @@ and answered with a generic 500.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -181,9 +180,9 @@ async def delete_document(request: Request) -> Response:
     org = authorize(request, write=True)
     path = _path_param(request)
     run = await documents().delete(org, path, owner=_owner(request))
-    # graph answers stop citing it now; the coalesced rebuild then removes its contribution
-    # opening the graph store (first use) creates files: blocking, so all of it in the thread
-    await asyncio.to_thread(lambda: get_stack().graph_store.scope(org).retract_document(path))
+    # Graph answers stop citing it now (query-time liveness against the index, tools/graph_live.py);
+    # the graph keeps listing it as removed, so `graph status` is not up to date until the coalesced
+    # rebuild removes its contribution.
     await _schedule_graph_after_change(org, _owner(request))
     return JSONResponse({"path": path, "deleted": True, "thread_id": run.thread_id, "run_id": run.run_id})
 
@@ -192,8 +191,10 @@ async def _schedule_graph_after_change(org: str, owner: str) -> None:
     """A document changed: rebuild the organization's graph once its ingests are done (coalesced).
 
     A failure to schedule is logged, never the upload's or delete's failure: the next change or an
-    admin's POST /orgs/{org}/graph schedules it again.
+    admin's POST /orgs/{org}/graph schedules it again. Off with LIBRARIAN_GRAPH_AUTO_BUILD=false.
     """
+    if not get_settings().graph_auto_build:
+        return
     try:
         await schedule_build(org, owner=owner, wait_for_ingests=True)
     except Exception:

@@ -1,7 +1,8 @@
 """The question-answering agent: a ReAct loop (`create_agent`) with `search_documents`.
 
 The agent decides when to search; the server decides which organization and how signals mix. With
-no chat model configured (the offline default) the same graph name serves an extractive answerer.
+no chat model configured (the offline default) the same graph name serves an extractive answerer,
+which routes overview and entity questions to the knowledge graph itself (`graphs.extractive`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from graphs.context import LibrarianContext
 from graphs.extractive import build_extractive_agent
 from librarian.settings import Settings
 from librarian.stack import Stack, get_stack
+from tools.graph_tools import RENDERERS as GRAPH_RENDERERS
 from tools.graph_tools import make_graph_tools
 from tools.search import make_search_tool, renumber_search_results
 
@@ -55,16 +57,22 @@ def chat_model_from_settings(settings: Settings) -> BaseChatModel | None:
 @before_model(state_schema=LibrarianAgentState, name="renumber_citations")
 def renumber_citations(state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
     """Give parallel searches' excerpts their final `[n]` before the model cites them."""
-    fixed = renumber_search_results(state.get("messages", []), state.get("sources") or [])
+    fixed = renumber_search_results(state.get("messages", []), state.get("sources") or [], GRAPH_RENDERERS)
     return {"messages": fixed} if fixed else None
 
 
 def build_agent(
-    stack: Callable[[], Stack] = get_stack, model: BaseChatModel | None = None, checkpointer: Any = None
+    stack: Callable[[], Stack] = get_stack,
+    model: BaseChatModel | None = None,
+    checkpointer: Any = None,
+    *,
+    graph_routing: bool = True,
 ):
+    """The chat-model agent, or (no model) the extractive one; `graph_routing=False` keeps the
+    extractive agent on search (`librarian ask --mode search` has already chosen the path)."""
     model = model or chat_model_from_settings(stack().settings)
     if model is None:
-        return build_extractive_agent(stack, checkpointer)
+        return build_extractive_agent(stack, checkpointer, graph_routing=graph_routing)
     return create_agent(
         model,
         [make_search_tool(stack), *make_graph_tools(stack)],

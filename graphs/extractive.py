@@ -8,21 +8,27 @@ the graph returns an extractive one, clearly marked as such. It reads like an an
 - quotes are cleaned of Markdown link targets and footnote markers; the span each came from is in
   the citation records (`citations`), so a UI can still highlight the raw source text;
 - the cited sources form their own block, file and page, for clients that ignore `sources`;
-- the reply streams as message chunks (`stream_mode="messages"`), so chat clients show progress.
+- the reply streams as message chunks (`stream_mode="messages"`), so chat clients show progress;
+- a question the mode chooser sends to the knowledge graph (themes/overview: global; named entities:
+  local) is answered from the organization's published graph when it has one (`graph_modes`), with
+  the same contract: numbered `sources`, verified `citations`, streamed reply, abstention.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import asyncio
+from collections.abc import Callable, Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import get_runtime
 from pydantic import Field
 
 from graphs.agent_state import LibrarianAgentState
@@ -42,6 +48,7 @@ taken not to answer (`LIBRARIAN_ANSWER_FLOOR` overrides). Measured by `bench/sup
 --floor` on HotpotQA dev150: see README "Citations"."""
 QUOTE_LIMIT = 3
 SOURCES_QUOTED = 5  # quotes come from the top sources only: lower ones rarely hold the answer
+T = TypeVar("T")
 
 
 def last_question(messages: list[BaseMessage]) -> str:
@@ -174,48 +181,125 @@ def retrieve(current: Stack, organization_id: str, question: str) -> SearchResul
     return search(current, organization_id, question, options, make_reranker(current))
 
 
-def build_extractive_agent(stack: Callable[[], Stack], checkpointer: Any = None):
-    def retrieve_and_quote(state: dict[str, Any], config: RunnableConfig, runtime: Any) -> dict[str, Any]:
-        organization_id = organization_of(config, runtime)
-        current = stack()
-        question = last_question(state.get("messages", []))
-        result = retrieve(current, organization_id, question)
-        known = state.get("sources") or []
-        numbered = number_sources(known, result["sources"])
-        everything = merge_sources(known, result["sources"])
-        records: list[Any] = []
-        if not numbered:
-            text = NOTHING_FOUND
-        else:
-            floor = current.settings.answer_floor
-            quotes = choose_quotes(
-                scored_units(current, question, numbered), ANSWER_FLOOR if floor is None else floor
-            )
-            text = compose(quotes, dict(numbered)) if quotes else abstain(numbered)
-            if quotes:
-                revised, records = verify_message(
-                    AIMessage(content=text),
-                    everything,
-                    support_scorer(current),
-                    None,
-                    current.settings.unsupported_sentences,
-                    start=len(EXTRACTIVE_NOTICE),
-                    end=text.rindex("\n\nSources:"),
-                )
-                draft, text = text, (revised.content if revised is not None else text)
-        model = PreparedReply(reply=text, metadata_out={"answer_mode": "extractive"})
-        reply = model.invoke(state.get("messages", []), config)
-        if any(r["action"] != "kept" for r in records):  # offsets in `citations` refer to the draft
-            reply = reply.model_copy(
-                update={"additional_kwargs": {**reply.additional_kwargs, "unverified_content": draft}}
-            )
-        update: dict[str, Any] = {"messages": [reply], "citations": records}
-        if result["sources"]:
-            update["sources"] = result["sources"]
-        return update
+@dataclass
+class Draft:
+    """One turn's answer before it is checked and streamed: what every retrieval path hands over.
 
+    `sources` are what this turn retrieved (merged into the state's `sources`); `text` cites them with
+    the numbers `number_sources` gave against the sources of earlier turns. `check` is the span of
+    `text` holding quoted claims (notice and `Sources:` block excluded); None when there is nothing to
+    verify (nothing found, or an abstention).
+    """
+
+    text: str
+    sources: list[Source]
+    check: tuple[int, int] | None = None
+    mode: str = "search"
+
+
+def answer_floor(current: Stack) -> float:
+    floor = current.settings.answer_floor
+    return ANSWER_FLOOR if floor is None else floor
+
+
+def quoted_draft(
+    current: Stack, question: str, numbered: list[tuple[int, Source]], found: list[Source]
+) -> Draft:
+    """Quotes from the top numbered sources, or an abstention naming the closest (sync: MiniLM)."""
+    quotes = choose_quotes(scored_units(current, question, numbered), answer_floor(current))
+    if not quotes:
+        return Draft(abstain(numbered), found)
+    text = compose(quotes, dict(numbered))
+    return Draft(text, found, (len(EXTRACTIVE_NOTICE), text.rindex("\n\nSources:")))
+
+
+def search_draft(current: Stack, organization_id: str, question: str, known: list[Source]) -> Draft:
+    """The search path: hybrid retrieval, then quotes (or an abstention, or nothing found)."""
+    result = retrieve(current, organization_id, question)
+    numbered = number_sources(known, result["sources"])
+    if not numbered:
+        return Draft(NOTHING_FOUND, [])
+    return quoted_draft(current, question, numbered, result["sources"])
+
+
+def checked(current: Stack, draft: Draft, known: list[Source]) -> tuple[str, list[Any]]:
+    """(text to send, citation records): the draft's quotes verified against every cited source."""
+    if draft.check is None:
+        return draft.text, []
+    revised, records = verify_message(
+        AIMessage(content=draft.text),
+        merge_sources(known, draft.sources),
+        support_scorer(current),
+        None,
+        current.settings.unsupported_sentences,
+        start=draft.check[0],
+        end=draft.check[1],
+    )
+    return (str(revised.content) if revised is not None else draft.text), records
+
+
+def final_update(draft: Draft, reply: BaseMessage, records: list[Any]) -> dict[str, Any]:
+    """The node's state update: the reply, its citation records, the sources it retrieved."""
+    if any(r["action"] != "kept" for r in records):  # offsets in `citations` refer to the draft
+        reply = reply.model_copy(
+            update={"additional_kwargs": {**reply.additional_kwargs, "unverified_content": draft.text}}
+        )
+    update: dict[str, Any] = {"messages": [reply], "citations": records}
+    if draft.sources:
+        update["sources"] = draft.sources
+    return update
+
+
+def prepared(text: str, draft: Draft) -> PreparedReply:
+    return PreparedReply(reply=text, metadata_out={"answer_mode": "extractive", "retrieval_mode": draft.mode})
+
+
+def run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to the end from sync code, in a thread of its own: the caller's thread may
+    already run an event loop (a notebook cell calling `invoke`), where `asyncio.run` refuses."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="extractive-graph") as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+def build_extractive_agent(
+    stack: Callable[[], Stack], checkpointer: Any = None, *, graph_routing: bool = True
+):
+    """The offline answerer. With `graph_routing`, a question the mode chooser sends to the graph
+    (overview/theme/trend: global; named entities: local) is answered from the organization's
+    published knowledge graph (`graphs.graph_modes.graph_draft`); without a graph, for a plain lookup,
+    or when the graph finds nothing, from search as before. `invoke` and `ainvoke` both work; the async
+    path awaits the graph retrieval in the run's own task, so cancelling the run stops it."""
+    from graphs.graph_modes import choose_mode, graph_draft
+
+    def retrieve_and_quote(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        organization_id = organization_of(config, get_runtime(LibrarianContext))
+        current = stack()
+        messages = state.get("messages", [])
+        question, known = last_question(messages), state.get("sources") or []
+        draft = None
+        if graph_routing and choose_mode(question) != "search":  # no event loop for a plain lookup
+            draft = run_coroutine(graph_draft(current, organization_id, question, known))
+        draft = draft or search_draft(current, organization_id, question, known)
+        text, records = checked(current, draft, known)
+        return final_update(draft, prepared(text, draft).invoke(messages, config), records)
+
+    async def aretrieve_and_quote(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        organization_id = organization_of(config, get_runtime(LibrarianContext))
+        current = await asyncio.to_thread(stack)  # the first call opens stores: off the event loop
+        messages = state.get("messages", [])
+        question, known = last_question(messages), state.get("sources") or []
+        draft = await graph_draft(current, organization_id, question, known) if graph_routing else None
+        if draft is None:
+            draft = await asyncio.to_thread(search_draft, current, organization_id, question, known)
+        text, records = await asyncio.to_thread(checked, current, draft, known)
+        reply = await prepared(text, draft).ainvoke(messages, config)
+        return final_update(draft, reply, records)
+
+    # One node with a sync and an async body (public API: RunnableLambda), so `invoke` works in a
+    # notebook and `ainvoke` (the server) awaits the graph retrieval in the run's own task.
+    node = RunnableLambda(retrieve_and_quote, aretrieve_and_quote, name="retrieve_and_quote")
     builder = StateGraph(LibrarianAgentState, context_schema=LibrarianContext)
-    builder.add_node("retrieve_and_quote", retrieve_and_quote)
+    builder.add_node("retrieve_and_quote", node)
     builder.add_edge(START, "retrieve_and_quote")
     builder.add_edge("retrieve_and_quote", END)
     return builder.compile(checkpointer=checkpointer, name="agent")

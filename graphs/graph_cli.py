@@ -113,6 +113,15 @@ class BuildProgress:
             p.update(self.communities, info=f"published version {update.get('publishedVersion')}")
 
 
+def stale_documents(report: dict[str, Any]) -> str:
+    """What the next build changes: new or changed documents, and deleted ones the graph still holds
+    (`librarian delete` leaves the rebuild to `graph build`), counted together."""
+    changed = list(report.get("staleDocuments") or [])
+    deleted = [f"{path} (deleted)" for path in report.get("removedDocuments") or []]
+    listed = changed + deleted
+    return f"{len(listed)}: " + ", ".join(listed) if listed else "none"
+
+
 def print_status(report: dict[str, Any], console: Any) -> None:
     from rich.table import Table
 
@@ -131,8 +140,7 @@ def print_status(report: dict[str, Any], console: Any) -> None:
         ),
         ("communities per level", ", ".join(f"level {k}: {v}" for k, v in sorted(levels.items())) or "-"),
         ("last build", f"{last.get('status', 'never')} {last.get('updatedAt') or ''}".strip()),
-        ("stale documents", ", ".join(report.get("staleDocuments") or []) or "none"),
-        ("removed documents", ", ".join(report.get("removedDocuments") or []) or "none"),
+        ("stale documents", stale_documents(report)),
     ]
     if last.get("reason"):
         rows.append(("last error", str(last["reason"])))

@@ -1,9 +1,9 @@
 """Node functions of the graph index build (`graphs/graph_index.py`).
 
 Which documents are indexed is read from the facts, not from other threads' checkpoints: a document is
-in the graph when the organization's vector index holds its chunks and the parse cache holds the parse
-of that exact content (the `contentHash` the chunks were written with). The graph therefore mirrors what
-search serves, and the build runs the same in the CLI and on the server.
+in the graph when the organization's vector index holds its chunks, all written from one content
+(the `contentHash` on every record); its chunks are read back from those records. The graph therefore
+mirrors what search serves, and the build runs the same in the CLI and on the server.
 """
 
 from __future__ import annotations
@@ -23,15 +23,13 @@ from langgraph.types import Overwrite, Send
 
 from graphs.context import organization_of
 from graphs.graph_index_state import DocumentInfo, ExtractJob, GraphIndexState, SkippedDocument
-from graphs.ingest_nodes import chunk_records
 from librarian.graph.communities import annotate, detect_communities, index_claims, member_claims
 from librarian.graph.extract import extractor_key, get_extractor
 from librarian.graph.merge import merge_extractions
 from librarian.graph.model import ChunkRef, Community, DocumentRef
 from librarian.graph.store import OrgGraph
 from librarian.graph.summarize import CommunityContext, get_summarizer
-from librarian.index.base import record_id, record_id_prefix
-from librarian.parsing.cache import ParseCache
+from librarian.index.base import record_id_prefix
 from librarian.stack import Stack
 
 log = logging.getLogger(__name__)
@@ -94,27 +92,14 @@ def index_chunks(stack: Stack, org: str, path: str, content_hash: str) -> list[C
 
 
 def document_chunks(stack: Stack, org: str, path: str, content_hash: str) -> list[ChunkRef] | None:
-    """The document's chunks exactly as the ingest graph indexed them (same ids).
+    """The document's chunks exactly as the ingest graph indexed them: its vector index records.
 
-    From the parse cache when it holds this content under the current parser settings (cheap); else
-    from the index records themselves (after a parser-settings change, before a reindex).
+    The records are the truth of what search serves (ids, text, page, bbox), and `collect` has the index
+    open already. The parse cache would also hold them, but reading it needs the parser's settings
+    key, and building the local parser imports markitdown and friends (~1 s of a fresh process) only
+    to compute that key. None while the index holds another version of the document (mid-reingest).
     """
-    result = ParseCache(stack.files).get(org, path, content_hash, stack.parser.cache_key)
-    if result is None:
-        return index_chunks(stack, org, path, content_hash)
-    return [
-        ChunkRef(
-            chunk_id=record_id(path, c["chunkIndex"]),
-            path=path,
-            chunk_index=c["chunkIndex"],
-            page=c["page"],
-            bbox=c["bbox"],
-            text=c["text"],
-            content_hash=content_hash,
-        )
-        for c in chunk_records(result)
-        if c["embedText"].strip()
-    ]
+    return index_chunks(stack, org, path, content_hash)
 
 
 def _unit(vectors: list[list[float]]) -> list[np.ndarray]:
@@ -164,6 +149,8 @@ class GraphIndexNodes:
                 graph.abort(version.version)
         documents, skipped = indexed_documents(stack, org)
         key = extractor_key(stack.settings)
+        # deleted documents (and replaced versions) leave their cached extractions behind: drop them
+        pruned = graph.prune_extractions({d["path"]: d["contentHash"] for d in documents})
         cached = graph.cached_extractions()
         force = bool(state.get("force"))
         stale = [d["path"] for d in documents if force or cached.get(d["path"]) != (d["contentHash"], key)]
@@ -179,6 +166,7 @@ class GraphIndexNodes:
             "error": None,
             "summariesReused": 0,
             "summariesWritten": 0,
+            "extractionsPruned": pruned,
             "timings": {"collect": round(time.perf_counter() - started, 3)},
         }
 
@@ -279,7 +267,8 @@ class GraphIndexNodes:
 
     # --- communities ------------------------------------------------------------------------------
     def communities(self, state: GraphIndexState, config: RunnableConfig, runtime: Any) -> dict[str, Any]:
-        """Hierarchical Leiden over the new version's edges; fingerprints for summary reuse."""
+        """Hierarchical Leiden over the new version's edges, started from the published partition (so
+        communities the change does not reach keep their members); fingerprints for summary reuse."""
         started = time.perf_counter()
         stack, _org, graph = self._graph(config, runtime)
         version = state["version"]
@@ -289,7 +278,10 @@ class GraphIndexNodes:
         claims = graph.claims_for([e.name for e in entities], version=version)
         settings = stack.settings
         found = detect_communities(
-            edges, seed=settings.graph_leiden_seed, max_cluster_size=settings.graph_max_cluster_size
+            edges,
+            seed=settings.graph_leiden_seed,
+            max_cluster_size=settings.graph_max_cluster_size,
+            previous=graph.communities(),  # the published partition: unchanged parts stay as they are
         )
         annotate(found, entities, edges, claims)
         graph.write_communities(version, found)

@@ -52,6 +52,7 @@ def build_status(values: dict[str, Any], next_nodes: Any, task_errors: list[Any]
         "skippedDocuments": values.get("skippedDocuments") or [],
         "summariesReused": values.get("summariesReused", 0),
         "summariesWritten": values.get("summariesWritten", 0),
+        "extractionsPruned": values.get("extractionsPruned", 0),
         "timings": values.get("timings") or {},
     }
     if task_errors:

@@ -70,6 +70,7 @@ class GraphIndexState(TypedDict, total=False):
     communitiesPerLevel: dict[str, int]
     summariesReused: int
     summariesWritten: int
+    extractionsPruned: int  # cached extractions of no-longer-indexed document versions dropped by collect
     publishedVersion: int | None
     timings: dict[str, float]
     reason: str | None

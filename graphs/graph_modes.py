@@ -16,13 +16,25 @@ the rules, so its accuracy is a sanity check, not a held-out measure.
 
 `answer_with_mode` is what `librarian ask --mode` runs: the chosen path, then an answer with its
 sources (chat model when configured, quoted sentences offline).
+
+`graph_draft` is the offline agent's route (`graphs.extractive`): the same chooser, then the same
+local/global retrieval and offline answer as `answer_with_mode`, numbered after the conversation's
+earlier sources so the agent's state contract holds.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+import asyncio
+import dataclasses
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from tools.graph_query import ParsedQuery, parse_rules
+
+if TYPE_CHECKING:
+    from graphs.extractive import Draft
+    from tools.retrieval import Source
 
 Mode = Literal["search", "local", "global"]
 MODES: tuple[str, ...] = ("auto", "search", "local", "global")
@@ -64,52 +76,106 @@ Question: {question}
 
 
 def cite_communities(
-    answer: str, sources: list[dict[str, Any]], source_communities: dict[str, list[str]]
+    answer: str,
+    sources: list[dict[str, Any]],
+    source_communities: dict[str, list[str]],
+    numbers: Mapping[str, int] | None = None,
 ) -> str:
-    """Follow each `[Community ID: x]` of a global answer with the `[n]` of the chunks it stands on."""
-    import re
+    """Follow each `[Community ID: x]` of a global answer with the `[n]` of the chunks it stands on.
 
-    numbers: dict[str, list[int]] = {}
-    for n, source in enumerate(sources, start=1):
+    `numbers` maps a source id to its citation number (the agent continues earlier turns' numbering);
+    without it the sources are numbered from 1 in order."""
+    if numbers is None:
+        numbers = {source["id"]: n for n, source in enumerate(sources, start=1)}
+    refs_of: dict[str, list[int]] = {}
+    for source in sources:
         for community_id in source_communities.get(source["id"], []):
-            numbers.setdefault(community_id, []).append(n)
+            refs_of.setdefault(community_id, []).append(numbers[source["id"]])
 
     def add(match: re.Match[str]) -> str:
-        refs = "".join(f"[{n}]" for n in numbers.get(match.group(1).strip(), []))
+        refs = "".join(f"[{n}]" for n in refs_of.get(match.group(1).strip(), []))
         return match.group(0) + refs
 
     return re.sub(r"\[Community ID: ([^\]|]+?)\]", add, answer)
 
 
-async def local_answer(stack: Any, question: str, result: dict[str, Any], model: Any | None) -> str:
-    """A model's answer from the local context, or quoted sentences of the evidence offline."""
+NOTHING_IN_GRAPH = "I found nothing relevant in this organization's knowledge graph."
+
+
+def offline_local_draft(stack: Any, question: str, sources: list[Source], known: list[Source]) -> Draft:
+    """Quoted sentences of the local evidence, numbered after `known` (sync: runs MiniLM)."""
+    from graphs.extractive import Draft, quoted_draft
     from tools.search import number_sources
 
-    numbered = number_sources([], result["sources"])
+    numbered = number_sources(known, sources)
     if not numbered:
-        return "I found nothing relevant in this organization's knowledge graph."
+        return Draft(NOTHING_IN_GRAPH, [], mode="local")
+    return dataclasses.replace(quoted_draft(stack, question, numbered, sources), mode="local")
+
+
+async def local_answer(stack: Any, question: str, result: dict[str, Any], model: Any | None) -> str:
+    """A model's answer from the local context, or quoted sentences of the evidence offline."""
+    if not result["sources"]:
+        return NOTHING_IN_GRAPH
     if model is not None:
         reply = await model.ainvoke(
             LOCAL_ANSWER_PROMPT.format(question=question, context=result["relevantContext"])
         )
         return str(getattr(reply, "content", reply))
-    import asyncio
-
-    from graphs.extractive import ANSWER_FLOOR, abstain, choose_quotes, compose, scored_units
-
-    floor = getattr(stack.settings, "answer_floor", None)
-    units = await asyncio.to_thread(scored_units, stack, question, numbered)
-    quotes = choose_quotes(units, ANSWER_FLOOR if floor is None else floor)
-    return compose(quotes, dict(numbered)) if quotes else abstain(numbered)
+    draft = await asyncio.to_thread(offline_local_draft, stack, question, result["sources"], [])
+    return draft.text
 
 
-async def _has_graph(stack: Any, organization_id: str) -> bool:
-    import asyncio
+def global_draft(result: dict[str, Any], known: list[Source]) -> Draft:
+    """A global result as an agent answer: community citations followed by the `[n]` of their
+    chunks (numbered after `known`), then a `Sources:` block of the cited ones."""
+    from graphs.extractive import Draft, sources_block
+    from tools.graph_global import OFFLINE_NOTICE
+    from tools.search import number_sources
 
+    found = list(result["sources"])
+    numbered = dict(number_sources(known, found))
+    numbers = {s["id"]: n for n, s in numbered.items()}
+    body = cite_communities(result["answer"], found, result.get("sourceCommunities") or {}, numbers)
+    cited = [n for n in dict.fromkeys(int(m) for m in re.findall(r"\[(\d+)\]", body)) if n in numbered]
+    if not cited:
+        return Draft(body, found, None, "global")
+    notice = len(OFFLINE_NOTICE) if body.startswith(OFFLINE_NOTICE) else 0
+    return Draft(f"{body}\n\n{sources_block(numbered, cited)}", found, (notice, len(body)), "global")
+
+
+async def has_graph(stack: Any, organization_id: str) -> bool:
     from librarian.tenancy import validate_organization_id
 
     org = validate_organization_id(organization_id)
     return await asyncio.to_thread(lambda: stack.graph_store.scope(org).published_version() is not None)
+
+
+async def graph_draft(stack: Any, organization_id: str, question: str, known: list[Source]) -> Draft | None:
+    """The offline agent's graph route: the chooser's path over the published graph, as a draft.
+
+    None (answer from search instead) when the chooser says `search`, the organization has no
+    published graph, or the graph path finds nothing to quote. Everything is awaited in the caller's
+    task, so cancelling the run cancels the retrieval (no further stage or map worker starts).
+    """
+    from tools.graph_global import GlobalSearchError
+    from tools.graph_tools import run_global, run_local
+
+    mode = choose_mode(question)
+    if mode == "search" or not await has_graph(stack, organization_id):
+        return None
+    if mode == "local":
+        result = await run_local(stack, organization_id, question)
+        if result["status"] != "completed" or not result["sources"]:
+            return None
+        return await asyncio.to_thread(offline_local_draft, stack, question, result["sources"], known)
+    try:
+        result = await run_global(stack, organization_id, question)
+    except GlobalSearchError:  # offline: no quotable sentence survived the reduce
+        return None
+    if result["status"] not in ("completed", "partial") or not result["sources"]:
+        return None
+    return global_draft(result, known)
 
 
 async def answer_with_mode(
@@ -121,12 +187,13 @@ async def answer_with_mode(
 
     chosen, chosen_by = resolve_mode(question, mode)
     model = model if model is not None else chat_model_from_settings(stack.settings)
-    if chosen != "search" and chosen_by == "auto" and not await _has_graph(stack, organization_id):
+    if chosen != "search" and chosen_by == "auto" and not await has_graph(stack, organization_id):
         chosen, chosen_by = "search", "auto (no knowledge graph yet)"
     if chosen == "search":
         from langchain_core.messages import HumanMessage
 
-        state = await build_agent(lambda: stack, model=model).ainvoke(
+        agent = build_agent(lambda: stack, model=model, graph_routing=False)  # the path is chosen
+        state = await agent.ainvoke(
             {"messages": [HumanMessage(question)]}, context={"organization_id": organization_id}
         )
         answer = str(state["messages"][-1].content)

@@ -2,7 +2,8 @@
 
 Used after a change of embedding model (a new index with a new contract) or to repair an index. It
 runs on the document's own thread, so the document's status stays "the latest run of its thread",
-and it reuses the ingest graph's nodes from `map_chunks` on.
+and it reuses the ingest graph's nodes from `map_chunks` on. `graphs/reindex_migrate.py` runs it
+against a new index to convert one built under another embedding contract (`reindex --migrate`).
 """
 
 from __future__ import annotations

@@ -37,7 +37,11 @@ class TenantError(LibrarianError, PermissionError):
 
 
 class ContractMismatchError(LibrarianError):
-    """The index was built with a different embedding contract than the one configured."""
+    """The index was built with a different embedding contract than the one configured.
+
+    The message names both contracts and the way out (`librarian reindex --migrate` for the embedded
+    index, a new index name for Pinecone), since the fix is an operator's action, not a retry.
+    """
 
     code = "embedding_contract_mismatch"
 

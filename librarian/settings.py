@@ -100,6 +100,9 @@ class Settings(BaseSettings):
     graph_max_cluster_size: int = Field(default=10, ge=2)  # Leiden: split communities larger than this
     graph_summary_budget: int = Field(default=4000, ge=200)  # tokens of community context
     graph_extract_concurrency: int = Field(default=2, ge=1)  # documents extracted at once
+    # false: uploads and deletes no longer schedule a server rebuild (POST /orgs/{org}/graph and
+    # `librarian graph build` still build); for bulk loads, where one build at the end is enough
+    graph_auto_build: bool = True
 
     # --- chat model
     chat_model: str | None = None

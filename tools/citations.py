@@ -2,7 +2,9 @@
 
 An answer's `[n]` cites `sources[n-1]`. Each sentence is scored against every sentence of each source
 it cites (`tools.support`); the best one is the supporting span, as character offsets into the
-source's `text`, so a UI can highlight it. Optionally a chat model judges the (sentence, source)
+source's `text`, so a UI can highlight it. A sentence that quotes the source is not left to the
+scorer: the span is the quoted sentence, and a sentence that is wholly a quote of it scores 1
+(its words are the source's own; `quoted_span`). Optionally a chat model judges the (sentence, source)
 pairs instead (`LIBRARIAN_SUPPORT_JUDGE=llm`); the span still comes from the local scorer.
 
 Unsupported sentences are never changed silently: by default they are marked in the text
@@ -100,6 +102,32 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+QUOTE_MIN_CHARS = 25  # a shorter shared string ("Refund policy") is a topic, not a quote
+
+
+def quoted_span(
+    sentence: str, text: str, spans: Sequence[tuple[int, int]]
+) -> tuple[tuple[int, int], bool] | None:
+    """(span, whole) for the longest source sentence that the answer sentence quotes or that contains
+    the whole answer sentence, compared as cleaned, lower-cased words (markers, quotation marks,
+    Markdown links ignored). `whole` when the answer sentence is that sentence or its beginning: a
+    clause from its middle may follow a "not" the quote left out, so it gets the span but no verdict.
+    None when no sentence of at least `QUOTE_MIN_CHARS` is shared."""
+    from tools.quotes import clean_quote, normal_words  # tools.quotes imports this module
+
+    claim = normal_words(clean_quote(strip_markers(sentence)))
+    found: tuple[int, tuple[int, int], bool] | None = None
+    for start, end in spans:
+        piece = normal_words(clean_quote(text[start:end]))
+        if len(piece) < QUOTE_MIN_CHARS:
+            continue
+        whole = len(claim) >= QUOTE_MIN_CHARS and f"{piece} ".startswith(f"{claim} ")
+        inside = len(claim) >= QUOTE_MIN_CHARS and f" {claim} " in f" {piece} "
+        if (inside or f" {piece} " in f" {claim} ") and (found is None or len(piece) > found[0]):
+            found = (len(piece), (start, end), whole)
+    return (found[1], found[2]) if found else None
+
+
 def markers_of(sentence: str) -> list[int]:
     """Citation numbers in order of appearance, each once (`[1][3]`, `[1, 2]`)."""
     seen: list[int] = []
@@ -150,9 +178,15 @@ def verify_answer(
         key = (i, marker)
         if key not in best or score > best[key][0]:
             best[key] = (float(score), span)
-    judged: dict[tuple[int, int], float] = {}
-    if judge is not None and best:
-        keys = list(best)
+    for i, marker in list(best):
+        sentence = answer[sentences[i][0] : sentences[i][1]]
+        quote = quoted_span(sentence, sources[marker - 1]["text"], source_sentences[marker - 1])
+        if quote is not None:
+            span, whole = quote
+            best[(i, marker)] = (1.0 if whole else best[(i, marker)][0], span)
+    judged: dict[tuple[int, int], float] = {}  # a judge's verdict stands, quotes included
+    keys = list(best)
+    if judge is not None and keys:
         scores = judge.score_pairs(
             [answer[sentences[i][0] : sentences[i][1]] for i, _ in keys],
             [sources[m - 1]["text"] for _, m in keys],

@@ -1,7 +1,7 @@
 """The `librarian eval` command line: `retrieval` on a BEIR folder, `answers` on a QA file.
 
     librarian eval retrieval --data DIR [--split test] [--folds 5] [--no-rerank] [--json] [--html FILE]
-    librarian eval answers --qa FILE [--data DIR] [--json] [--html FILE]
+    librarian eval answers --qa FILE [--data DIR] [--graph] [--json] [--html FILE]
     python -m tools.eval_cli retrieval ...       # the same without the `librarian` entry point
 
 Only argparse is imported until a command runs, so adding these subcommands costs the CLI nothing.
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,12 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         "--data", type=Path, default=None, help="BEIR folder of the corpus (default: the QA file's)"
     )
     answers.add_argument("--limit", type=int, default=None, help="answer only the first N questions")
+    answers.add_argument(
+        "--graph",
+        action="store_true",
+        help="build the corpus's GraphRAG index first, so the agent may answer from the graph "
+        "(as it does for an organization that has one); default: search only",
+    )
     for p in (retrieval, answers):
         p.add_argument(
             "--reuse-index", action="store_true", help="keep/reuse the ingested corpus under the temp dir"
@@ -80,7 +88,11 @@ def run_eval(args: argparse.Namespace) -> int:
             split = next((p.stem for p in sorted((folder / "qrels").glob("*.tsv"))), "test")
             corpus = load_beir(folder, split)
             with ingested(corpus, settings, reuse=args.reuse_index, progress=progress) as stack:
-                report = evaluate_answers(stack, items, name=args.qa.name, progress=progress)
+                if args.graph:
+                    build_graph(stack, progress)
+                report = evaluate_answers(
+                    stack, items, name=args.qa.name, progress=progress, graph_routing=args.graph
+                )
     except EvalDataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -89,6 +101,19 @@ def run_eval(args: argparse.Namespace) -> int:
         args.html.write_text(to_html(report), encoding="utf-8")
         progress(f"wrote {args.html}")
     return 0
+
+
+def build_graph(stack: Any, progress: Callable[[str], None]) -> None:
+    """Build (or refresh) the evaluation organization's graph index, so answers may route to it."""
+    from graphs.graph_cli import graph_build
+    from tools.evaluation import ORG
+
+    started = time.perf_counter()
+    report = graph_build(ORG, stack=stack)
+    progress(
+        f"graph index: {report.get('entities')} entities, communities per level "
+        f"{report.get('communitiesPerLevel')}, in {time.perf_counter() - started:.0f} s"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

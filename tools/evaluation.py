@@ -412,13 +412,19 @@ def _cited(answer: str, sources: list[dict[str, Any]], citations: list[dict[str,
 
 
 def evaluate_answers(
-    stack: Stack, items: list[QAItem], *, name: str = "qa", progress: Progress = print
+    stack: Stack,
+    items: list[QAItem],
+    *,
+    name: str = "qa",
+    progress: Progress = print,
+    graph_routing: bool = True,
 ) -> dict[str, Any]:
     """Answer EM/F1, supporting documents among cited sources, citation precision/recall.
 
     The agent answers each question as users get it (the configured chat model, or extractive
     answers offline). Citation records are the agent's `citations` (tools.citations); when a graph
     does not produce them, they are computed from the answer and its sources the same way.
+    `graph_routing=False` keeps the offline agent on search even when the organization has a graph.
     """
     from langchain_core.messages import HumanMessage
 
@@ -429,17 +435,20 @@ def evaluate_answers(
     except ImportError:  # citations not available: precision/recall are reported as absent
         verify_answer = None
 
-    agent = build_agent(lambda: stack)
+    agent = build_agent(lambda: stack, graph_routing=graph_routing)
     per: dict[str, list[float]] = {
         k: [] for k in ("em", "f1", "contains", "support_cited", "support_retrieved")
     }
     sentences_supported, sentences, evidence_supported, evidence = 0, 0, 0, 0
+    modes: dict[str, int] = {}  # offline: search / local / global, as the mode chooser routed each question
     examples = []
     for n, item in enumerate(items, start=1):
         started = time.perf_counter()
         state = agent.invoke({"messages": [HumanMessage(item.question)]}, context={"organization_id": ORG})
         seconds = time.perf_counter() - started
         answer = str(state["messages"][-1].content)
+        mode = state["messages"][-1].response_metadata.get("retrieval_mode", "agent's choice")
+        modes[mode] = modes.get(mode, 0) + 1
         sources = list(state.get("sources") or [])
         citations = state.get("citations")
         if citations is None and verify_answer is not None:
@@ -484,6 +493,7 @@ def evaluate_answers(
             "questions": len(items),
             "answers by": stack.settings.chat_model or "extractive (no chat model)",
             "reranker": stack.settings.reranker,
+            "answered from": ", ".join(f"{mode} {n}" for mode, n in sorted(modes.items())),
         },
         "metrics": metrics,
         "tables": [

@@ -40,6 +40,7 @@ is checked before each stage and each model call for callers that signal with a 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -124,6 +125,9 @@ class CommunityInput:
     title: str
     summary: str
     claims: list[ClaimText] = field(default_factory=list)
+    # document path -> one chunk of it that the community draws on (its claims' first, then its
+    # members' sources): the community's provenance, probed for liveness and cited as a fallback
+    provenance: dict[str, str] = field(default_factory=dict)
 
 
 def augmented_text(community: CommunityInput, augment_budget: int = AUGMENT_BUDGET) -> str:
@@ -400,12 +404,17 @@ async def global_search(
         level = options.level
         return GlobalResult(query, "no_results", NO_RESULTS_ANSWER, level, [], failed, batches or [], ids)
 
-    texts = [(c.id, augmented_text(c, options.augment_budget)) for c in communities]
+    # Token counting loads the BPE table on first use (file reads) and is CPU work: off the event loop
+    # (the server refuses blocking calls there), like every other blocking step of a search.
+    texts = await asyncio.to_thread(
+        lambda: [(c.id, augmented_text(c, options.augment_budget)) for c in communities]
+    )
     texts = [(cid, text) for cid, text in texts if text.strip()]
     if not texts:
         return no_results()
     _check(should_stop)
-    batches = build_batches(texts, map_skeleton, options.map_budget - options.map_reserve, options.seed)
+    budget = options.map_budget - options.map_reserve
+    batches = await asyncio.to_thread(build_batches, texts, map_skeleton, budget, options.seed)
     answers, errors = await run_map(
         query,
         batches,
@@ -614,7 +623,8 @@ def load_communities(graph: Any, published: Any, level: int | None) -> list[Comm
     """Leaf communities (or those of `level`) with the claims of their descendant leaves.
 
     A community's `members` already include every descendant's members, so the claims whose subject
-    or object is a member are exactly its descendant leaves' claims. Cached per published version.
+    or object is a member are exactly its descendant leaves' claims. Cached per published version;
+    what is still live is decided per query (`live_inputs`).
     """
     from tools.graph_local import version_key
 
@@ -626,9 +636,16 @@ def load_communities(graph: Any, published: Any, level: int | None) -> list[Comm
         communities = graph.communities(leaves_only=True, version=version)
     else:
         communities = graph.communities(level=level, version=version)
+    sources = {e.name: e.sources for e in graph.entities(version=version)}
     inputs = []
     for community in communities:
         claims = graph.claims_for(community.members, limit=CLAIMS_PER_COMMUNITY, version=version)
+        provenance: dict[str, str] = {}
+        for claim in claims:
+            provenance.setdefault(claim.path, claim.chunk_id)
+        for member in community.members:
+            for source in sources.get(member, []):
+                provenance.setdefault(source.path, source.chunk_id)
         inputs.append(
             CommunityInput(
                 str(community.id),
@@ -636,6 +653,7 @@ def load_communities(graph: Any, published: Any, level: int | None) -> list[Comm
                 community.title,
                 community.summary,
                 [ClaimText(c.description, c.chunk_id, c.path) for c in claims],
+                provenance,
             )
         )
     for old in [k for k in _INPUTS if k[:2] == key[:2] and k[:4] != key[:4]]:
@@ -644,12 +662,40 @@ def load_communities(graph: Any, published: Any, level: int | None) -> list[Comm
     return inputs
 
 
+def provenance_probes(inputs: Sequence[CommunityInput]) -> dict[str, str]:
+    """One chunk id per document any of the communities draws on: what `Liveness.paths` fetches."""
+    probes: dict[str, str] = {}
+    for community in inputs:
+        for path, chunk_id in community.provenance.items():
+            probes.setdefault(path, chunk_id)
+    return probes
+
+
+def live_inputs(inputs: Sequence[CommunityInput], live_paths: set[str]) -> list[CommunityInput]:
+    """The communities as the map may read them: only claims of live documents, and a community only
+    while at least one document it draws on is live.
+
+    A community whose every source document was deleted or replaced since the build is left out, so
+    its summary cannot be quoted; a mixed one keeps its summary and loses the gone documents' claims
+    (their sentences, verbatim source text, are what the offline map quotes and what citations use).
+    """
+    kept: list[CommunityInput] = []
+    for community in inputs:
+        provenance = {p: c for p, c in community.provenance.items() if p in live_paths}
+        if not provenance:
+            continue
+        claims = [cl for cl in community.claims if cl.path in live_paths]
+        kept.append(dataclasses.replace(community, claims=claims, provenance=provenance))
+    return kept
+
+
 def cited_chunks(result: GlobalResult, inputs: Sequence[CommunityInput]) -> list[tuple[str, str]]:
     """(community id, chunk id) for every community the answer cites, in citation order.
 
     An offline quote that is one of the community's claims cites that claim's chunk; any other
-    citation (a summary sentence, a model's answer) cites the community's first claims' chunks, so
-    every cited community reaches at least one real chunk of a live document.
+    citation (a summary sentence, a model's answer) cites the community's first claims' chunks, or
+    with no claim left the chunks its provenance names, so every cited community reaches at least
+    one real chunk of a live document (given `live_inputs`).
     """
     by_id = {c.id: c for c in inputs}
     pairs: list[tuple[str, str]] = []
@@ -662,6 +708,8 @@ def cited_chunks(result: GlobalResult, inputs: Sequence[CommunityInput]) -> list
         exact = [
             cl.chunk_id for cl in community.claims if (community_id, " ".join(cl.text.split())) in quoted
         ]
-        chunk_ids = exact or [cl.chunk_id for cl in community.claims[:2]]
+        chunk_ids = (
+            exact or [cl.chunk_id for cl in community.claims[:2]] or list(community.provenance.values())[:2]
+        )
         pairs.extend((community_id, chunk_id) for chunk_id in dict.fromkeys(chunk_ids))
     return pairs

@@ -27,6 +27,11 @@ never outranks the passage that led to it. Nothing here is fitted: the sizes are
 (12 vector, 40 evidence) or round numbers stated below. (On HotpotQA dev150 an earlier variant that
 used every entity and let documents found by both lists jump the first hop was measured too; see
 the README.)
+
+Added: **liveness.** Until the next build the published graph still holds deleted or replaced
+documents; every graph-derived id (keyword hits, claims, the first-hop chunks whose entities pick the
+bridges, one chunk per bridge document) is checked against the organization's index in one batched
+fetch (`tools.graph_live`), and what the index no longer holds at the graph's content hash is dropped.
 """
 
 from __future__ import annotations
@@ -41,9 +46,10 @@ import numpy as np
 
 from librarian.errors import ContractMismatchError
 from librarian.graph.json_repair import parse_llm_json, validate_selected_communities
-from librarian.graph.model import ChunkRef, Community, Edge, normalize_name
+from librarian.graph.model import ChunkRef, Claim, Community, Edge, normalize_name
 from librarian.stack import Stack
 from librarian.tenancy import validate_organization_id
+from tools.graph_live import Liveness
 from tools.graph_match import EntityRef, MatchedEntity, match_entities, name_lookup
 from tools.graph_query import ParsedQuery, parse_query
 from tools.graph_rrf import RRF_K, rrf_fuse, rrf_scores
@@ -225,6 +231,7 @@ class GraphSnapshot:
     entity_paths: dict[str, list[str]]  # key -> document paths mentioning it
     chunk_entities: dict[str, list[str]]  # chunk id -> entity keys extracted from it
     communities: dict[int, Community]
+    path_chunk: dict[str, str]  # document path -> one chunk id of it (its liveness probe)
     summary_vectors: dict[int | None, tuple[list[int], np.ndarray]] = field(default_factory=dict)  # by level
 
     @property
@@ -282,10 +289,12 @@ def load_snapshot(graph: Any, published: Any) -> GraphSnapshot:
                 name_vectors[i] = matrix[row[ref.id]]
     chunk_entities: dict[str, list[str]] = {}
     entity_paths: dict[str, list[str]] = {}
+    path_chunk: dict[str, str] = {}
     for e in entities:
         entity_paths[e.name] = sorted({s.path for s in e.sources})
         for source in e.sources:
             chunk_entities.setdefault(source.chunk_id, []).append(e.name)
+            path_chunk.setdefault(source.path, source.chunk_id)
     communities = {c.id: c for c in graph.communities(version=version)}
     snapshot = GraphSnapshot(
         version,
@@ -295,6 +304,7 @@ def load_snapshot(graph: Any, published: Any) -> GraphSnapshot:
         entity_paths,
         chunk_entities,
         communities,
+        path_chunk,
     )
     for old in [k for k in _SNAPSHOTS if k[:2] == key[:2]]:
         del _SNAPSHOTS[old]  # one version per organization in memory
@@ -518,9 +528,6 @@ async def local_search(
     vector_sources = vector["sources"]
     terms = keyword_terms(parsed, matched)
     hits = await asyncio.to_thread(graph.keyword_search, terms, limit=options.keyword_limit, version=version)
-    evidence_ids = merge_chunk_ids(
-        [s["id"] for s in vector_sources], [h.chunk_id for h in hits], options.evidence_limit
-    )
     check()
 
     # Community ranking and the optional model filter.
@@ -547,37 +554,53 @@ async def local_search(
 
     # Evidence claims of the selected communities (matched entities' claims first).
     members = list(dict.fromkeys(m for c in communities for m in snapshot.communities[c["id"]].members))
-    claims = []
+    fetched: list[Claim] = []
     if members:
         fetched = await asyncio.to_thread(
             graph.claims_for, members, limit=options.claims_limit * 4, version=version
         )
         wanted = set(matched_names)
         fetched.sort(key=lambda cl: 0 if (cl.subject in wanted or cl.object in wanted) else 1)
-        claims = fetched[: options.claims_limit]
 
-    # Bridge expansion: entities of the first-hop chunks → the chunks that mention them.
-    bridges: list[str] = []
-    bridge_sources: list[Source] = []
+    # Bridge expansion: entities of the first-hop chunks → the documents that mention them.
     first_hop = [s["id"] for s in vector_sources[:BRIDGE_FROM]] if options.bridge else []
-    if first_hop:
-        exclude = set(matched_names) | {normalize_name(e) for e in parsed.entities}
-        frequency = snapshot.document_frequency
-        bridges = bridge_entities(
-            first_hop, snapshot.chunk_entities, exclude, frequency, snapshot.entity_types
+    first_paths = {s["path"] for s in vector_sources[:BRIDGE_FROM]}
+    exclude = set(matched_names) | {normalize_name(e) for e in parsed.entities}
+
+    def bridge_plan(hop: Sequence[str]) -> tuple[list[str], list[str]]:
+        """(bridge entities of the `hop` chunks, the other documents mentioning them, at most 200)."""
+        named = bridge_entities(
+            hop, snapshot.chunk_entities, exclude, snapshot.document_frequency, snapshot.entity_types
         )
-        first_paths = {s["path"] for s in vector_sources[:BRIDGE_FROM]}
-        paths = list(
-            dict.fromkeys(
-                p for b in bridges for p in snapshot.entity_paths.get(b, []) if p not in first_paths
-            )
+        paths = dict.fromkeys(
+            p for b in named for p in snapshot.entity_paths.get(b, []) if p not in first_paths
         )
-        if paths:
-            bridge_options = SearchOptions.from_settings(
-                stack, top_k=options.vector_child_top_k, filter={"path": {"$in": paths[:BRIDGE_PATHS]}}
-            )
-            found = await asyncio.to_thread(search, stack, org, query, bridge_options, reranker)
-            bridge_sources = found["sources"]
+        return named, list(paths)[:BRIDGE_PATHS]
+
+    bridges, paths = bridge_plan(first_hop) if first_hop else ([], [])
+
+    # Liveness (`tools.graph_live`): everything the graph contributes (keyword hits, claims, the
+    # first-hop chunks' extracted entities, the bridge documents) is checked against the index in
+    # one fetch; a deleted or replaced document's graph copy is dropped, never cited.
+    probes = [snapshot.path_chunk[p] for p in paths if p in snapshot.path_chunk]
+    graph_ids = [*first_hop, *(h.chunk_id for h in hits), *(cl.chunk_id for cl in fetched), *probes]
+    live = await asyncio.to_thread(lambda: Liveness.of(stack, org, graph, version).chunks(graph_ids))
+    evidence_ids = merge_chunk_ids(
+        [s["id"] for s in vector_sources],
+        [h.chunk_id for h in hits if h.chunk_id in live],
+        options.evidence_limit,
+    )
+    claims = [cl for cl in fetched if cl.chunk_id in live][: options.claims_limit]
+    if any(cid not in live for cid in first_hop):  # entities extracted from a replaced text
+        bridges, paths = bridge_plan([cid for cid in first_hop if cid in live])
+    paths = [p for p in paths if snapshot.path_chunk.get(p) in live]  # unchecked ones count as gone
+    bridge_sources: list[Source] = []
+    if paths:
+        bridge_options = SearchOptions.from_settings(
+            stack, top_k=options.vector_child_top_k, filter={"path": {"$in": paths}}
+        )
+        found = await asyncio.to_thread(search, stack, org, query, bridge_options, reranker)
+        bridge_sources = found["sources"]
     check()
 
     # Sources: the evidence list fused with the bridge chain (the first-hop chunks that name the

@@ -31,13 +31,16 @@ from tools.graph_global import (
     OfflineMapper,
     cited_chunks,
     global_search,
+    live_inputs,
     llm_reducer,
     load_communities,
     offline_reducer,
+    provenance_probes,
 )
+from tools.graph_live import Liveness
 from tools.graph_local import LocalOptions, chunk_source, local_search
 from tools.retrieval import Source
-from tools.search import number_sources
+from tools.search import Renderer, number_sources
 
 LOCAL_DESCRIPTION = (
     "Search this organization's knowledge graph around the people, places, organisations or things a "
@@ -106,7 +109,12 @@ async def run_global(
     published = await asyncio.to_thread(graph.published_version)
     if published is None:
         return {"status": "no_graph", "answer": NO_GRAPH, "sources": [], "communities": [], "batches": []}
+    version = published.version
     inputs = await asyncio.to_thread(load_communities, graph, published, options.level)
+    # Only what the index still holds (`tools.graph_live`): one probe per document the communities
+    # draw on; then the cited chunks themselves, so a citation never points at a deleted document.
+    liveness = await asyncio.to_thread(Liveness.of, stack, org, graph, version)
+    inputs = live_inputs(inputs, await asyncio.to_thread(liveness.paths, provenance_probes(inputs)))
     if model is None:
         dense = await asyncio.to_thread(lambda: stack.dense)  # loading the model reads files
         mapper: Any = OfflineMapper(dense.embed_query, dense.embed_documents)
@@ -115,7 +123,9 @@ async def run_global(
         mapper, reducer = LLMMapper(model), llm_reducer(model)
     result = await global_search(question, inputs, mapper, reducer, options, should_stop=should_stop)
     pairs = cited_chunks(result, inputs)
-    chunks = await asyncio.to_thread(graph.chunks, [c for _, c in pairs], version=published.version)
+    cited = await asyncio.to_thread(liveness.chunks, [c for _, c in pairs])
+    pairs = [(community_id, chunk_id) for community_id, chunk_id in pairs if chunk_id in cited]
+    chunks = await asyncio.to_thread(graph.chunks, [c for _, c in pairs], version=version)
     by_id = {c.chunk_id: c for c in chunks}
     sources: list[Source] = []
     community_of: dict[str, list[str]] = {}
@@ -127,7 +137,7 @@ async def run_global(
     return {
         "status": result.status,
         "answer": result.answer,
-        "version": published.version,
+        "version": version,
         "level": result.level,
         "failedMapBatches": result.failed_batches,
         "communities": result.communities,
@@ -164,6 +174,30 @@ def _render(numbered: list[tuple[int, Source]], head: str) -> str:
     return f"{head}\n\n{body}" if body else head
 
 
+def render_local(result: dict[str, Any], numbered: list[tuple[int, Source]]) -> str:
+    """What the model reads of a local result, from the result alone (the message's artifact)."""
+    if result.get("status") == "no_graph":
+        return NO_GRAPH
+    head = "Graph context:\n" + "\n".join(
+        f"- {c['title']}: {c['summary']}" for c in result.get("communities") or [] if c["summary"]
+    )
+    return _render(numbered, head)
+
+
+def render_global(result: dict[str, Any], numbered: list[tuple[int, Source]]) -> str:
+    """What the model reads of a global result, from the result alone (the message's artifact)."""
+    head = f"Global answer (status: {result['status']}):\n{result['answer']}"
+    if numbered:
+        head += "\n\nSources of the cited communities:"
+    return _render(numbered, head)
+
+
+# The agent re-renders tool messages with their final `[n]` once parallel calls' sources are merged
+# (`tools.search.renumber_search_results`): without these, a graph tool called beside
+# `search_documents` in one turn would number its excerpts from the same start and collide.
+RENDERERS: dict[str, Renderer] = {"graph_local_search": render_local, "graph_global_search": render_global}
+
+
 def _organization(config: RunnableConfig, runtime: Any) -> tuple[str, ToolRuntime | None]:
     trusted = runtime if isinstance(runtime, ToolRuntime) else None  # plain Python: no runtime
     return organization_of(config, trusted), trusted
@@ -193,13 +227,8 @@ def make_graph_tools(stack: Callable[[], Stack] = get_stack) -> list[BaseTool]:
         result = await run_local(current, organization_id, query, model=chat_model(current))
         if trusted is None:
             return result
-        if result["status"] == "no_graph":
-            return _command(trusted, NO_GRAPH, result, [])
         numbered = number_sources(_known(trusted), result["sources"])
-        head = "Graph context:\n" + "\n".join(
-            f"- {c['title']}: {c['summary']}" for c in result["communities"] if c["summary"]
-        )
-        return _command(trusted, _render(numbered, head), result, result["sources"])
+        return _command(trusted, render_local(result, numbered), result, result["sources"])
 
     @tool("graph_global_search", args_schema=GraphGlobalArgs, description=GLOBAL_DESCRIPTION)
     async def graph_global_search(
@@ -216,9 +245,6 @@ def make_graph_tools(stack: Callable[[], Stack] = get_stack) -> list[BaseTool]:
         if trusted is None:
             return result
         numbered = number_sources(_known(trusted), result["sources"])
-        head = f"Global answer (status: {result['status']}):\n{result['answer']}"
-        if numbered:
-            head += "\n\nSources of the cited communities:"
-        return _command(trusted, _render(numbered, head), result, result["sources"])
+        return _command(trusted, render_global(result, numbered), result, result["sources"])
 
     return [graph_local_search, graph_global_search]

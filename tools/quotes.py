@@ -113,13 +113,14 @@ def quote_units(text: str) -> list[QuoteUnit]:
     return sorted(units, key=lambda u: u.start)
 
 
-def _normal(text: str) -> str:
+def normal_words(text: str) -> str:
+    """Lower-cased words and numbers separated by single spaces: punctuation and layout ignored."""
     return " ".join("".join(c.lower() if c.isalnum() else " " for c in text).split())
 
 
 def near_identical(a: str, b: str, ratio: float = 0.9) -> bool:
     """Same words up to case, punctuation and small edits (a PDF's hyphenation, an HTML twin's links)."""
-    x, y = _normal(a), _normal(b)
+    x, y = normal_words(a), normal_words(b)
     if not x or not y:
         return False
     if x == y or (min(len(x), len(y)) >= 40 and (x in y or y in x)):

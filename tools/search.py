@@ -12,7 +12,7 @@ organization in `configurable`), it returns `{relevantContext, sources}` itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain.tools import ToolRuntime
@@ -73,26 +73,36 @@ def render(numbered: list[tuple[int, Source]]) -> str:
     return "\n\n".join(f"[{n}] {s['filename']}, page {s['page']}:\n{s['text']}" for n, s in numbered)
 
 
-def renumber_search_results(messages: list[Any], sources: list[Source]) -> list[ToolMessage]:
+# Renders a tool's message from its artifact (a dict with `sources`) and the numbered sources.
+Renderer = Callable[[dict[str, Any], list[tuple[int, Source]]], str]
+
+
+def renumber_search_results(
+    messages: list[Any], sources: list[Source], renderers: Mapping[str, Renderer] | None = None
+) -> list[ToolMessage]:
     """The trailing search results re-rendered with their numbers in `sources`, where they differ.
 
     Each call numbers its excerpts from the state it was given, so calls the model makes in
     parallel all start after the same number and would give different excerpts the same `[n]`.
     Once their sources are merged (in call order), the final numbering is known; the agent runs
-    this before the model reads the results (`graphs.agent`).
+    this before the model reads the results (`graphs.agent`). `renderers` adds other citing tools
+    by name (the graph tools: `tools.graph_tools.RENDERERS`); `search_documents` is always one.
     """
+    by_name: dict[str, Renderer] = {"search_documents": lambda _artifact, numbered: render(numbered)}
+    by_name.update(renderers or {})
     numbers = {s["id"]: n for n, s in enumerate(sources, start=1)}
     fixed: list[ToolMessage] = []
     for message in reversed(messages):
         if not isinstance(message, ToolMessage):
             break
         artifact = message.artifact
-        if message.name != "search_documents" or not isinstance(artifact, dict):
+        renderer = by_name.get(message.name or "")
+        if renderer is None or not isinstance(artifact, dict):
             continue
         found = artifact.get("sources") or []
         if not all(s["id"] in numbers for s in found):
             continue  # not merged yet: nothing reliable to renumber against
-        content = render([(numbers[s["id"]], s) for s in found])
+        content = renderer(artifact, [(numbers[s["id"]], s) for s in found])
         if content != message.content:
             fixed.append(message.model_copy(update={"content": content}))
     return fixed[::-1]

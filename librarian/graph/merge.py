@@ -11,7 +11,8 @@ graph, and an entity, edge or claim that no remaining document supports simply i
 3. A one-word person name that is the first or last word of longer person names ("Scrooge" in "Ebenezer
    Scrooge") is merged into the longer name with the most mentions, provided it has at least twice the
    mentions of the next candidate (so an ambiguous surname shared by several people stays separate).
-   Both must be person entities (their most frequent type is PERSON).
+   Both must be person entities (their most frequent type is PERSON), and the longer name must not
+   start with a kept title ("Fezziwig" is not merged into "Mrs. Fezziwig").
 The canonical entity is the longest name of the group; every other key becomes an alias of it.
 
 Noun phrases (type NOUN_PHRASE, local extractor) named only once in the whole organization are dropped
@@ -29,6 +30,7 @@ from typing import Any
 from librarian.graph.model import Claim, Edge, Entity, Provenance, claim_id, edge_key, normalize_name
 
 FOLDED_TITLES = ("mr", "mr.", "mister", "sir", "dr", "dr.", "doctor")
+KEPT_TITLES = frozenset({"mrs", "mrs.", "miss", "ms", "ms.", "lady"})
 MIN_NOUN_PHRASE_MENTIONS = 2
 DOMINANCE = 2.0
 PERSON = "PERSON"
@@ -76,7 +78,8 @@ def _canonical_map(acc: Mapping[str, _Acc]) -> dict[str, str]:
         groups[mapping[key]] += a.mentions
     # rule 3: one-word person names into longer person names
     persons = {b for k, b in mapping.items() if kind.get(k) == PERSON or kind.get(b) == PERSON}
-    long_names = [b for b in persons if " " in b]
+    # a name under a kept title is never a merge target: "Fezziwig" is not "Mrs. Fezziwig"
+    long_names = [b for b in persons if " " in b and b.split()[0] not in KEPT_TITLES]
     by_part: dict[str, list[str]] = defaultdict(list)
     for name in long_names:
         words = name.split()

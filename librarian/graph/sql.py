@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -586,6 +586,21 @@ class SqlOrgGraph(OrgGraph):
     def cached_extractions(self) -> dict[str, tuple[str, str]]:
         rows = self._query("SELECT path, content_hash, extractor FROM graph_extractions WHERE org = :org")
         return {r[0]: (r[1], r[2]) for r in rows}
+
+    def prune_extractions(self, indexed: Mapping[str, str]) -> int:
+        with self._tx() as tx:
+            cached = tx.run("SELECT path, content_hash FROM graph_extractions WHERE org = :org")
+            gone = sorted({path for path, digest in cached if indexed.get(path) != digest})
+            observed = tx.run("SELECT DISTINCT path FROM graph_chunk_extractions WHERE org = :org")
+            orphans = sorted({path for (path,) in observed if path not in indexed})
+            for table, paths in (("graph_extractions", gone), ("graph_chunk_extractions", orphans)):
+                for batch in _batches(paths):
+                    params: dict[str, Any] = {}
+                    tx.run(
+                        f"DELETE FROM {table} WHERE org = :org AND path IN {_in_list('p', batch, params)}",
+                        params,
+                    )
+        return len(gone)
 
     def get_chunk_extractions(self, path: str, extractor: str) -> dict[str, dict[str, Any]]:
         rows = self._query(

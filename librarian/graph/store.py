@@ -16,7 +16,7 @@ The API is synchronous (SQLite and psycopg calls are short); async callers use `
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -130,6 +130,15 @@ class OrgGraph(ABC):
     @abstractmethod
     def cached_extractions(self) -> dict[str, tuple[str, str]]:
         """path → (content hash, extractor key) of every cached extraction."""
+
+    @abstractmethod
+    def prune_extractions(self, indexed: Mapping[str, str]) -> int:
+        """Drop cached extractions of document versions that are no longer indexed; returns how many.
+
+        `indexed` maps each indexed path to its content hash. A document extraction whose (path, content
+        hash) is not in it goes (a deleted document, or an older version of a changed one); per-chunk
+        observations go only with their path (a changed document reuses its unchanged chunks').
+        """
 
     @abstractmethod
     def get_chunk_extractions(self, path: str, extractor: str) -> dict[str, dict[str, Any]]:

@@ -19,6 +19,7 @@ from librarian.errors import ContractMismatchError
 from librarian.index.base import EmbeddingContract
 
 CONTRACT_FILE = "contract.json"
+MIGRATE_COMMAND = "librarian reindex --migrate"
 
 
 def check_contract(recorded: EmbeddingContract | None, configured: EmbeddingContract) -> None:
@@ -30,8 +31,9 @@ def check_contract(recorded: EmbeddingContract | None, configured: EmbeddingCont
         return
     raise ContractMismatchError(
         f"the index was built with {recorded.describe()}, but the configured embedders are "
-        f"{configured.describe()}; re-index the documents into a new index, or configure the "
-        "embedders the index was built with"
+        f"{configured.describe()}; run `{MIGRATE_COMMAND}` to re-embed every document into a new "
+        "index under the configured embedders (the old one stays in place until it is done), or "
+        "configure the embedders the index was built with"
     )
 
 

@@ -175,7 +175,8 @@ class PineconeVectorIndex:
             raise ContractMismatchError(
                 f"Pinecone index {self.index_name!r} does not match the configured embedding contract "
                 f"({'; '.join(problems)}). Index: {found.describe()}. Configured: "
-                f"{self.contract.describe()}. Use a new index name and re-ingest, or configure the "
+                f"{self.contract.describe()}. Set LIBRARIAN_PINECONE_INDEX_NAME to a new index name and "
+                "run `librarian reindex --org ORG` for each organization (no re-parse), or configure the "
                 "original models."
             )
 

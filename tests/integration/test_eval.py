@@ -145,3 +145,32 @@ def test_eval_answers_on_a_tiny_qa_file(tmp_path, settings, capsys):
     assert metrics["supporting docs among cited sources (recall)"] > 0
     assert metrics["gold answer contained"] > 0  # the extractive answer quotes the document
     assert metrics["citation recall (cited sentences supported)"] is not None
+
+
+def test_eval_answers_with_graph_routes_overview_questions_to_the_graph(tmp_path, settings, capsys):
+    """`--graph` builds the corpus's graph index first, and questions the mode chooser sends to the
+    graph are answered from it (here the named code E4471 goes to local search; the theme question
+    goes to global, which falls back to search when the tiny graph's communities do not answer);
+    without `--graph` every answer comes from search."""
+    folder = write_beir(tmp_path / "qa")
+    qa = folder / "qa.jsonl"
+    items = [
+        {
+            "question": "What are the main themes across these documents?",
+            "answers": ["refunds"],
+            "supporting_doc_ids": ["d1"],
+        },
+        {
+            "question": "What does error E4471 mean?",
+            "answers": ["the fuser is too hot"],
+            "supporting_doc_ids": ["d3"],
+        },
+    ]
+    qa.write_text("\n".join(json.dumps(item) for item in items))
+    assert main(["answers", "--qa", str(qa), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["summary"]["answered from"] == "search 2"
+    assert main(["answers", "--qa", str(qa), "--json", "--graph"]) == 0
+    captured = capsys.readouterr()
+    assert "graph index:" in captured.err
+    answered_from = json.loads(captured.out)["summary"]["answered from"]
+    assert "local 1" in answered_from, answered_from

@@ -73,6 +73,20 @@ def test_local_extraction_keeps_titles_for_the_alias_rule_and_counts_co_occurren
     assert pair and pair[0]["relation"] == "visit" and pair[0]["chunks"] == ["docs/carol.txt:1"]
 
 
+def test_local_extraction_drops_junk_names_and_keeps_the_people(spacy_extractor):
+    text = (
+        "Us and thou went to a film in 2015. Scrooge held his own hand and met other people. "
+        "The US sent a man to London. Tiny Tim said: God bless us, every one! "
+        "Bob Cratchit laughed, and Fred smiled at Jacob Marley."
+    )
+    entities = {e["name"]: e for e in spacy_extractor.extract(chunks(text))["entities"]}
+    assert {"scrooge", "tiny tim", "bob cratchit", "fred", "jacob marley", "london"} <= set(entities)
+    assert entities["us"]["type"] == "GPE" and entities["us"]["mentions"] == 1  # "US", not "Us"
+    junk = {"a", "thou", "2015", "film", "own hand", "hand", "other people", "people"}
+    assert junk.isdisjoint(entities)
+    assert all(len(name) >= 2 for name in entities)
+
+
 def test_a_changed_document_re_reads_only_its_changed_chunks(spacy_extractor):
     before = chunks("Ebenezer Scrooge employs Bob Cratchit.", "Jacob Marley warns Scrooge.", "Fred laughs.")
     _payload, observations = spacy_extractor.extract_chunks(before)

@@ -113,6 +113,35 @@ def test_deleting_one_of_two_documents_keeps_only_the_other_documents_contributi
     assert [d.path for d in g.documents()] == [one]
 
 
+def test_a_deleted_documents_cached_extractions_are_pruned_in_its_organization_only(services, stack):
+    from librarian.graph.extract import extractor_key
+
+    docs, graphs = services
+    key = extractor_key(stack.settings)
+    one = add(docs, "acme", "one.txt", b"Ebenezer Scrooge visits Jacob Marley.")
+    two = add(docs, "acme", "two.txt", b"Scrooge sings with Fred. Fred invites Scrooge to dinner.")
+    add(docs, "globex", "two.txt", b"Scrooge sings with Fred. Fred invites Scrooge to dinner.")
+    graphs.build("acme")
+    graphs.build("globex")
+    acme, globex = stack.graph_store.scope("acme"), stack.graph_store.scope("globex")
+    assert sorted(acme.cached_extractions()) == [one, two] and acme.get_chunk_extractions(two, key)
+
+    assert docs.delete("acme", two)
+    report = graphs.build("acme")
+    assert report["lastBuild"]["extractionsPruned"] == 1
+    assert list(acme.cached_extractions()) == [one]
+    assert acme.get_chunk_extractions(two, key) == {} and acme.get_chunk_extractions(one, key)
+    # the other organization's entries for the same path are untouched
+    assert list(globex.cached_extractions()) == [two] and globex.get_chunk_extractions(two, key)
+    assert graphs.build("globex")["lastBuild"]["extracted"] == []  # and still reused
+
+    # a replaced version's document extraction goes too; its chunk observations stay for reuse
+    acme.put_extraction("docs/gone.txt", "h", key, {"entities": []})
+    acme.put_extraction(one, "an-older-hash", key, {"entities": []})
+    assert acme.prune_extractions({one: "the-indexed-hash"}) == 2
+    assert acme.cached_extractions() == {} and acme.get_chunk_extractions(one, key)
+
+
 def test_two_organizations_with_scrooge_build_separate_graphs(services, stack):
     docs, graphs = services
     add(docs, "acme", "a.txt", b"Ebenezer Scrooge employs Bob Cratchit in London.")
@@ -165,22 +194,28 @@ def test_a_build_publishes_into_the_postgres_store(settings):
         stack.graph_store.close()
 
 
-def test_after_a_parser_settings_change_chunks_are_read_back_from_the_index(services, stack):
-    from graphs.graph_index_nodes import document_chunks, index_chunks, indexed_documents
+def test_chunks_are_read_back_from_the_index_as_parsed_and_without_loading_the_parser(services, stack):
+    from graphs.graph_index_nodes import document_chunks, indexed_documents
+    from graphs.ingest_nodes import chunk_records
+    from librarian.index.base import record_id
     from librarian.parsing.cache import ParseCache
     from librarian.stack import Stack
 
     docs, _graphs = services
     add(docs, "acme", "b.txt", CAROL_B)
+    (doc,), _ = indexed_documents(stack, "acme")
+    parsed = ParseCache(stack.files).get("acme", doc["path"], doc["contentHash"], stack.parser.cache_key)
+    assert parsed is not None
+    expected = [
+        (record_id(doc["path"], c["chunkIndex"]), c["chunkIndex"], c["page"], c["bbox"], c["text"])
+        for c in chunk_records(parsed)
+        if c["embedText"].strip()
+    ]
+    chunks = document_chunks(stack, "acme", doc["path"], doc["contentHash"]) or []
+    assert [(c.chunk_id, c.chunk_index, c.page, c.bbox, c.text) for c in chunks] == expected
+    # after a parser-settings change (no parse under the new key) the build still reads them, and a
+    # build never builds the parser (its import costs a fresh process ~1 s for nothing)
     other = Stack(stack.settings.model_copy(update={"chunk_size": stack.settings.chunk_size + 7}))
-    assert other.parser.cache_key != stack.parser.cache_key
-    (doc,), _ = indexed_documents(other, "acme")
-    assert (
-        ParseCache(other.files).get("acme", doc["path"], doc["contentHash"], other.parser.cache_key) is None
-    )
-    from_index = index_chunks(other, "acme", doc["path"], doc["contentHash"])
-    assert from_index == document_chunks(
-        stack, "acme", doc["path"], doc["contentHash"]
-    )  # same ids, text, box
     report = GraphIndexService(other, InMemorySaver()).build("acme")
     assert report["lastBuild"]["extracted"] == ["docs/b.txt"] and report["entities"] >= 2
+    assert "parser" not in vars(other)

@@ -21,6 +21,7 @@ from librarian.errors import TenantError
 from librarian.graph.testing import CHUNKS, fixture_graph, publish_graph
 from librarian.settings import Settings
 from librarian.stack import Stack
+from tests.graph_vectors import index_graph_chunks
 from tests.wire.openai_server import TEST_API_KEY, OpenAIWireServer, TextReply, ToolCallReply
 from tools.graph_tools import make_graph_tools
 
@@ -50,6 +51,7 @@ def build_marked_graph(stack: Stack, org: str, marker: str) -> None:
     publish_graph(
         g, chunks, entities, edges, claims, communities, embeddings, embedding_model=stack.dense.model_id
     )
+    index_graph_chunks(stack, org, chunks)  # graph answers cite only what the index holds
 
 
 @pytest.fixture(scope="module")

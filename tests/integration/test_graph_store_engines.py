@@ -274,3 +274,21 @@ def test_extraction_cache_is_keyed_by_content_hash_and_extractor(store):
     g.put_chunk_extractions("docs/a.txt", "local:1", {"t2": {"n": 2}, "t3": {"n": 3}})  # replaces
     assert g.get_chunk_extractions("docs/a.txt", "local:1") == {"t2": {"n": 2}, "t3": {"n": 3}}
     assert g.get_chunk_extractions("docs/a.txt", "llm:1") == {}
+
+
+def test_pruning_drops_extractions_of_unindexed_documents_in_one_organization_only(store):
+    acme, globex = new_org(store, "acme"), new_org(store, "globex")
+    a, g = store.scope(acme), store.scope(globex)
+    for graph in (a, g):
+        for path in ("docs/kept.txt", "docs/changed.txt", "docs/deleted.txt"):
+            graph.put_extraction(path, "h1", "local:1", {"path": path})
+            graph.put_chunk_extractions(path, "local:1", {"t1": {"n": 1}})
+    # changed.txt is indexed at another content now, deleted.txt not at all
+    assert a.prune_extractions({"docs/kept.txt": "h1", "docs/changed.txt": "h2"}) == 2
+    assert a.cached_extractions() == {"docs/kept.txt": ("h1", "local:1")}
+    assert a.get_chunk_extractions("docs/changed.txt", "local:1") == {"t1": {"n": 1}}  # for reuse
+    assert a.get_chunk_extractions("docs/deleted.txt", "local:1") == {}
+    assert len(g.cached_extractions()) == 3  # the other organization's same paths are untouched
+    assert g.get_chunk_extractions("docs/deleted.txt", "local:1") == {"t1": {"n": 1}}
+    assert a.prune_extractions({"docs/kept.txt": "h1", "docs/changed.txt": "h2"}) == 0
+    assert a.prune_extractions({}) == 1 and a.cached_extractions() == {}

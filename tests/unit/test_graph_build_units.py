@@ -3,7 +3,10 @@ communities, fingerprints and the local summarizer / LLM summary context. No NLP
 
 from __future__ import annotations
 
+import random
+
 from librarian.graph.communities import annotate, detect_communities, fingerprint, index_claims, index_edges
+from librarian.graph.extract.local import NOUN_PHRASE, Word, mention_type
 from librarian.graph.merge import fold_title, merge_extractions
 from librarian.graph.model import (
     Claim,
@@ -133,6 +136,11 @@ def test_ambiguous_surnames_and_mrs_stay_separate():
     # 3 mentions is not twice the runner-up's 2: "cratchit" is ambiguous and stays its own entity
     assert set(by_name) == {"bob cratchit", "martha cratchit", "cratchit", "mrs. cratchit"}
     assert by_name["bob cratchit"].aliases == ["bob"]  # "bob" is the first word of one name only
+    # a one-word name is never merged into a name under a kept title
+    wives = merge_extractions(
+        [("docs/a.txt", payload([ent("mrs. fezziwig", mentions=9), ent("mr. fezziwig"), ent("fezziwig")]))]
+    )
+    assert {e.name: e.aliases for e in wives.entities} == {"mrs. fezziwig": [], "fezziwig": ["mr. fezziwig"]}
 
 
 def test_noun_phrases_named_once_are_noise_and_named_entities_are_kept():
@@ -256,6 +264,40 @@ def test_hierarchy_children_partition_their_parent_and_levels_deepen():
     assert found == detect_communities(list(reversed(edges)), seed=42, max_cluster_size=5)
 
 
+def planted_blocks(blocks: int = 30, size: int = 10, seed: int = 3) -> list[Edge]:
+    """Dense blocks with sparse links between them (a fixed pseudo-random graph)."""
+    rng = random.Random(seed)
+    nodes = [f"b{b:02d}n{i}" for b in range(blocks) for i in range(size)]
+    edges = []
+    for i, a in enumerate(nodes):
+        for b in nodes[i + 1 :]:
+            if rng.random() < (0.5 if a[:3] == b[:3] else 0.01):
+                edges.append(Edge(a, b, "r", 1.0 + rng.randrange(3)))
+    return edges
+
+
+def shape(communities: list[Community]) -> set[tuple[int, tuple[str, ...]]]:
+    return {(c.level, tuple(c.members)) for c in communities}
+
+
+def test_a_rebuild_started_from_the_published_partition_moves_only_what_the_change_reaches():
+    edges = planted_blocks()
+    before = detect_communities(edges, seed=42, max_cluster_size=10)
+    # the result is a fixed point: started from itself, nothing moves
+    assert detect_communities(edges, seed=42, max_cluster_size=10, previous=before) == before
+    changed = [*edges, Edge("b05n1", "new", "r", 1.0), Edge("b05n2", "new", "r", 1.0)]
+    scratch = detect_communities(changed, seed=42, max_cluster_size=10)
+    rebuilt = detect_communities(changed, seed=42, max_cluster_size=10, previous=before)
+    moved_scratch, moved = len(shape(scratch) - shape(before)), len(shape(rebuilt) - shape(before))
+    assert moved * 3 < moved_scratch  # from scratch, one new node re-draws communities everywhere
+    assert any("new" in c.members for c in rebuilt)
+    assert len(shape(rebuilt) & shape(before)) >= 0.8 * len(before)
+    for c in rebuilt:  # still a hierarchy of complete partitions
+        if c.children:
+            kids = [k for k in rebuilt if k.id in c.children]
+            assert sorted(m for k in kids for m in k.members) == c.members
+
+
 def test_fingerprint_changes_only_with_what_the_summary_is_written_from():
     community = Community(1, 0, None, ["a", "b"])
     entities = {"a": Entity("a", "A", description="first"), "b": Entity("b", "B")}
@@ -353,3 +395,43 @@ def test_annotate_sets_fingerprints_and_rank_from_member_degrees():
     annotate(found, entities, two_triangles(), [])
     assert [c.rank for c in found] == [7.0, 7.0]  # a1 has 3 edges, a2 2, a3 2
     assert len({c.fingerprint for c in found}) == 2
+
+
+# --- the local extractor's junk rule (plain words: no model) ----------------------------------------
+
+
+def words(*spec: tuple[str, str, bool]) -> list[Word]:
+    return [Word(text, pos, stop) for text, pos, stop in spec]
+
+
+def test_junk_rule_drops_short_numeric_and_function_word_names():
+    assert mention_type(words(("a", "DET", True)), "a", "WORK_OF_ART") is None  # too short
+    assert mention_type(words(("x", "NOUN", False)), "x", NOUN_PHRASE) is None
+    assert mention_type(words(("2015", "NUM", False)), "2015", "ORG") is None  # no letter
+    assert mention_type(words(("Us", "PRON", True)), "us", "GPE") is None  # a pronoun
+    assert mention_type(words(("thou", "PROPN", False)), "thou", "GPE") is None  # archaic pronoun
+    assert mention_type(words(("this", "DET", True), ("one", "NUM", True)), "this one", "ORG") is None
+
+
+def test_junk_rule_keeps_names_acronyms_and_demotes_lowercase_common_words():
+    assert mention_type(words(("Scrooge", "PROPN", False)), "scrooge", "PERSON") == "PERSON"
+    assert mention_type(words(("Tiny", "PROPN", False), ("Tim", "PROPN", False)), "tiny tim", "PERSON") == (
+        "PERSON"
+    )
+    assert mention_type(words(("US", "PROPN", True)), "us", "GPE") == "GPE"  # an acronym, not "us"
+    assert mention_type(words(("IT", "PRON", True)), "it", "ORG") == "ORG"
+    assert mention_type(words(("Fred", "PROPN", False)), "fred", "PERSON") == "PERSON"
+    # a lowercase common word tagged as an entity becomes a noun phrase (kept only if it recurs)
+    assert mention_type(words(("cold", "ADJ", False)), "cold", "GPE") == NOUN_PHRASE
+    assert mention_type(words(("film", "NOUN", False)), "film", "WORK_OF_ART") == NOUN_PHRASE
+    assert mention_type(words(("linux", "PROPN", False)), "linux", "ORG") == "ORG"  # tagged proper
+    assert mention_type(words(("old", "ADJ", False), ("man", "NOUN", False)), "old man", NOUN_PHRASE) == (
+        NOUN_PHRASE
+    )
+
+
+def test_a_demoted_word_named_once_is_noise_and_one_named_twice_is_kept():
+    once = payload([ent("gruel", type_=NOUN_PHRASE, mentions=1), ent("ebenezer scrooge", mentions=1)])
+    twice = payload([ent("geese", type_=NOUN_PHRASE, mentions=2)])
+    names = {e.name for e in merge_extractions([("docs/a.txt", once), ("docs/b.txt", twice)]).entities}
+    assert names == {"ebenezer scrooge", "geese"}

@@ -13,9 +13,10 @@ import pytest
 
 from librarian.errors import ContractMismatchError, TenantError
 from librarian.graph.model import Community, Edge
-from librarian.graph.testing import axis, build_fixture_graph
+from librarian.graph.testing import CHUNKS, axis, build_fixture_graph
 from librarian.settings import Settings
 from librarian.stack import Stack
+from tests.graph_vectors import index_graph_chunks
 from tools.graph_local import (
     LocalOptions,
     bridge_entities,
@@ -36,6 +37,8 @@ def stack(tmp_path: Path) -> Stack:
     current = Stack(Settings(data_dir=tmp_path / "data"))
     build_fixture_graph(current.graph_store, "org-a", name_prefix="A: ")
     build_fixture_graph(current.graph_store, "org-b", name_prefix="B: ")
+    for org in ("org-a", "org-b"):  # graph answers cite only what the index holds (tools.graph_live)
+        index_graph_chunks(current, org, CHUNKS)
     return current
 
 

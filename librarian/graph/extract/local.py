@@ -12,6 +12,17 @@ Per sentence of every chunk:
 - **claims** = the verbatim sentences that name an entity, subject = the first named entity (else the
   first noun phrase), object = the next distinct one, each tied to its chunk id.
 
+**Junk rule** (`mention_type`; rules version 3). The small model also tags words that name nothing
+("Us" as a place, "thou", "a", "cold" as a place, "gruel" as a person). A mention is dropped when its
+name has fewer than `MIN_NAME_CHARS` characters ("a", "x") or no letter at all (bare numbers), or when
+every word of it is a stop word, pronoun (spaCy's, plus the archaic "thou", "thee", "thy", "thine",
+"ye") or determiner ("Us", "thou", "this one"), unless it is written in capitals (an acronym: "US",
+"IT"). A named entity that is a single lowercase word not tagged as a proper noun ("cold", "niece",
+"film") is kept as a noun phrase, so that, like every noun phrase, it survives only if the
+organization names it at least twice (`merge.MIN_NOUN_PHRASE_MENTIONS`). Noun phrases also lose their
+leading lowercase stop words ("own hand" → "hand", "other people" → "people"), after which a lone
+common noun is not kept. The rule is hand-written, not fitted.
+
 Name variants are merged later, across documents (`librarian.graph.merge`).
 """
 
@@ -21,8 +32,10 @@ import base64
 import hashlib
 import logging
 import sys
+import threading
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
@@ -42,7 +55,7 @@ MODEL_VERSION = "3.8.0"
 # refused too. The wheel itself is sha256:e94cbf6c242453a89af524aaea8e08917b420c11792d6ac662d166b591059779
 # (README, "GraphRAG").
 MODEL_FILES_SHA256 = "dd87bae67c420330c6485b25131820d46558d2a136acb6d0d212caa095077981"
-RULES_VERSION = 2  # bump when the extraction rules below change (invalidates cached extractions)
+RULES_VERSION = 3  # bump when the extraction rules below change (invalidates cached extractions)
 
 ENTITY_LABELS = frozenset(
     {"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "EVENT", "WORK_OF_ART", "PRODUCT", "LAW", "LANGUAGE"}
@@ -53,8 +66,46 @@ MAX_PHRASE_TOKENS = 5
 MAX_MENTIONS_PER_SENTENCE = 12  # pairs grow quadratically; Dickens writes long sentences
 MAX_CLAIM_CHARS = 1200
 MAX_DESCRIPTION_CHARS = 240
+MIN_NAME_CHARS = 2
 _PREFIX_POS = frozenset({"DET", "PRON", "NUM", "PART", "SYM"})
 _PREFIX_DEP = frozenset({"poss", "case", "predet", "nummod"})
+_FUNCTION_POS = frozenset({"PRON", "DET"})
+ARCHAIC_PRONOUNS = frozenset({"thou", "thee", "thy", "thine", "ye"})  # not in spaCy's stop words
+
+
+@dataclass(frozen=True)
+class Word:
+    """What the junk rule reads of a token (spaCy's text, coarse tag and stop-word flag)."""
+
+    text: str
+    pos: str
+    is_stop: bool
+
+    @classmethod
+    def of(cls, token: Any) -> Word:
+        return cls(token.text, token.pos_, bool(token.is_stop))
+
+
+def mention_type(words: Sequence[Word], key: str, label: str) -> str | None:
+    """The type a mention is kept as (`label`, or NOUN_PHRASE for a generic word), or None for junk.
+
+    See "Junk rule" in the module docstring.
+    """
+    if len(key) < MIN_NAME_CHARS or not any(c.isalpha() for c in key):
+        return None
+    alpha = [w for w in words if any(c.isalpha() for c in w.text)]
+    if not alpha:
+        return None
+    written = "".join(w.text for w in alpha)
+    acronym = len(written) >= MIN_NAME_CHARS and written.isupper()
+    function = [w.is_stop or w.pos in _FUNCTION_POS or w.text.lower() in ARCHAIC_PRONOUNS for w in alpha]
+    if not acronym and all(function):
+        return None
+    if label != NOUN_PHRASE and len(alpha) == 1 and len(words) == 1:
+        word = alpha[0]
+        if word.text.islower() and word.pos != "PROPN":
+            return NOUN_PHRASE
+    return label
 
 
 def verify_model() -> None:
@@ -101,9 +152,20 @@ def _import_without_torch(name: str) -> Any:
             del sys.modules["torch"]
 
 
-@lru_cache(maxsize=1)
+_load_lock = threading.Lock()
+
+
 def load_model() -> Any:
-    """The spaCy pipeline, loaded once per process (~1 s warm, 13 MB of model, ~100 MB of RSS)."""
+    """The spaCy pipeline, loaded once per process (~1 s warm, 13 MB of model, ~100 MB of RSS).
+
+    Locked: parallel extraction workers asking at once share one load instead of each loading it.
+    """
+    with _load_lock:
+        return _load_model()
+
+
+@lru_cache(maxsize=1)
+def _load_model() -> Any:
     verify_model()
     return _import_without_torch(MODEL_MODULE).load()
 
@@ -133,11 +195,14 @@ class _Mention:
 
 
 def _phrase(tokens: list[Any], entity_tokens: set[int]) -> list[Any]:
-    """Strip the leading determiners, numbers, possessors and named-entity tokens of a noun chunk."""
+    """Strip the leading determiners, numbers, possessors and named-entity tokens of a noun chunk, then
+    its leading lowercase stop words ("own hand" → "hand")."""
     start = 0
     for i, token in enumerate(tokens):
         if token.i in entity_tokens or token.pos_ in _PREFIX_POS or token.dep_ in _PREFIX_DEP:
             start = i + 1
+    while start < len(tokens) - 1 and tokens[start].is_stop and tokens[start].text.islower():
+        start += 1
     return tokens[start:]
 
 
@@ -183,8 +248,14 @@ class LocalExtractor:
     """spaCy NER + noun phrases + sentence co-occurrence. Deterministic for a given model and text."""
 
     def __init__(self, nlp: Any | None = None, batch_size: int = 16) -> None:
-        self._nlp = nlp if nlp is not None else load_model()
+        self._given_nlp = nlp
         self._batch_size = batch_size
+
+    @property
+    def nlp(self) -> Any:
+        """The pipeline, loaded on first use: a rebuild whose chunks are all cached never loads spaCy
+        (importing and loading it is ~1.5 s of a fresh process)."""
+        return self._given_nlp if self._given_nlp is not None else load_model()
 
     @property
     def cache_key(self) -> str:
@@ -202,13 +273,14 @@ class LocalExtractor:
                 start -= 1  # "Mr. Scrooge" / "Mrs. Cratchit": the merge step decides which titles fold
             span = sentence.doc[start : ent.end]
             key = normalize_name(span.text)
-            if not key or not any(c.isalpha() for c in key):
+            kind = mention_type([Word.of(t) for t in span if not t.is_punct], key, ent.label_)
+            if kind is None:
                 continue
             entity_tokens.update(range(start, ent.end))
             display = span.text.strip()
             if display.endswith(("'s", "’s")):
                 display = display[:-2]
-            found.append(_Mention(key, display, ent.label_, ent.root, start, True))
+            found.append(_Mention(key, display, kind, ent.root, start, kind != NOUN_PHRASE))
         chunks = list(sentence.noun_chunks)
         used: set[int] = set()
         for index, chunk in enumerate(chunks):
@@ -237,7 +309,7 @@ class LocalExtractor:
             if len(tokens) > MAX_PHRASE_TOKENS:
                 continue
             key = _phrase_key(tokens)
-            if not key:
+            if not key or mention_type([Word.of(t) for t in tokens], key, NOUN_PHRASE) is None:
                 continue
             display = doc[tokens[0].i : tokens[-1].i + 1].text
             found.append(_Mention(key, display, NOUN_PHRASE, chunk.root, tokens[0].i, False))
@@ -266,7 +338,7 @@ class LocalExtractor:
         reuse = reuse or {}
         hashes = [chunk_text_hash(c.text) for c in chunks]
         todo = [i for i, h in enumerate(hashes) if h not in reuse]
-        fresh = self._nlp.pipe([chunks[i].text for i in todo], batch_size=self._batch_size)
+        fresh = self.nlp.pipe([chunks[i].text for i in todo], batch_size=self._batch_size) if todo else []
         observed: dict[str, dict[str, Any]] = {}
         for i, doc in zip(todo, fresh, strict=True):
             observed[hashes[i]] = self._observe(doc)
