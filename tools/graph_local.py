@@ -254,6 +254,24 @@ class GraphSnapshot:
 _SNAPSHOTS: dict[tuple[Any, ...], GraphSnapshot] = {}
 
 
+COMMUNITY_PROBES = 20
+"""Documents probed per selected community: a community drawing on more is kept without probing
+the rest (every one of them deleted since the build is unlikely, and the next build drops it)."""
+
+
+def community_documents(snapshot: GraphSnapshot, community_id: int) -> tuple[list[str], bool]:
+    """(up to COMMUNITY_PROBES documents its members come from, whether more were left unprobed)."""
+    paths = sorted(
+        {
+            p
+            for m in snapshot.communities[community_id].members
+            for p in snapshot.entity_paths.get(m, [])
+            if p in snapshot.path_chunk
+        }
+    )
+    return paths[:COMMUNITY_PROBES], len(paths) > COMMUNITY_PROBES
+
+
 def version_key(graph: Any, published: Any) -> tuple[Any, ...]:
     """Identifies one published version of one organization in one store, for in-process caches.
 
@@ -583,8 +601,23 @@ async def local_search(
     # first-hop chunks' extracted entities, the bridge documents) is checked against the index in
     # one fetch; a deleted or replaced document's graph copy is dropped, never cited.
     probes = [snapshot.path_chunk[p] for p in paths if p in snapshot.path_chunk]
-    graph_ids = [*first_hop, *(h.chunk_id for h in hits), *(cl.chunk_id for cl in fetched), *probes]
+    drawn_on = {c["id"]: community_documents(snapshot, c["id"]) for c in communities}
+    community_probes = [snapshot.path_chunk[p] for docs in drawn_on.values() for p in docs[0]]
+    graph_ids = [
+        *first_hop,
+        *(h.chunk_id for h in hits),
+        *(cl.chunk_id for cl in fetched),
+        *probes,
+        *community_probes,
+    ]
     live = await asyncio.to_thread(lambda: Liveness.of(stack, org, graph, version).chunks(graph_ids))
+    # A community every document of which is gone keeps no summary in the context (its text was
+    # written from those documents); one with documents left unprobed is kept.
+    communities = [
+        c
+        for c in communities
+        if drawn_on[c["id"]][1] or any(snapshot.path_chunk[p] in live for p in drawn_on[c["id"]][0])
+    ]
     evidence_ids = merge_chunk_ids(
         [s["id"] for s in vector_sources],
         [h.chunk_id for h in hits if h.chunk_id in live],

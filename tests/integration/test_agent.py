@@ -86,6 +86,16 @@ def test_chat_agent_answers_each_organization_from_its_own_documents(corpus, ope
     assert ANSWER[org] in shown and not leaks_into(org, json.dumps(second))
 
 
+def test_search_mode_gives_the_chat_model_only_the_search_tool(corpus, openai_server):
+    """`librarian ask --mode search` (graph_routing=False): no graph tool offered, none named."""
+    openai_server.chat_script += [TextReply("Nothing to look up.")]
+    model = ChatOpenAI(base_url=openai_server.base_url, api_key=TEST_API_KEY, model="gpt-test", max_retries=0)
+    ask(build_agent(lambda: corpus, model=model, graph_routing=False), QUESTION, ACME)
+    (request,) = openai_server.chat_requests
+    assert [t["function"]["name"] for t in request["tools"]] == ["search_documents"]
+    assert "graph_" not in request["messages"][0]["content"]
+
+
 def test_following_an_injected_instruction_still_reaches_only_the_callers_organization(corpus, openai_server):
     """The "model" obeys the planted note and asks for globex in every way it can; nothing leaks."""
     openai_server.chat_script += [

@@ -197,6 +197,21 @@ async def test_deleted_document_is_never_cited_before_the_rebuild(corpus) -> Non
     assert set(overview["sourceCommunities"]) <= {chunks[A].chunk_id}
 
 
+async def test_a_community_of_deleted_documents_leaves_local_context(corpus) -> None:
+    """Community 3 was summarized from B alone: after B's delete its summary is not shown, although
+    its members (Fezziwig, the Ghost) still match the question until the next build."""
+    stack, service, _ = corpus
+    question = "Who is Fezziwig, and what did the Ghost of Christmas Past show?"
+    before = await run_local(stack, ORG, question)
+    assert 3 in {int(c["id"]) for c in before["communities"]}
+    assert "merry ball" in before["relevantContext"]
+
+    assert service.delete(ORG, B).status == "deleted"
+    after = await run_local(stack, ORG, question)
+    assert 3 not in {int(c["id"]) for c in after["communities"]}
+    assert "merry ball" not in after["relevantContext"]
+
+
 async def test_replaced_document_is_cited_only_with_its_new_text(corpus) -> None:
     stack, service, chunks = corpus
     path = service.upload(ORG, "carol-b.txt", TEXT_B_NEW.encode())  # same name, other content
