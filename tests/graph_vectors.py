@@ -1,4 +1,4 @@
-"""Index a hand-made graph's chunks, so the fixture graph is one a build could have produced.
+"""Fixture graphs over indexed chunks: what a build could have produced, for the graph tool tests.
 
 A real graph is built from the organization's vector index, and graph answers cite only what that
 index still holds at the graph's content hash (`tools.graph_live`). A fixture graph published with
@@ -9,10 +9,14 @@ and `contentHash`), embedded with the stack's own dense and sparse models.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+
+import numpy as np
 
 from graphs.ingest_nodes import vector_record
 from librarian.graph.model import ChunkRef
+from librarian.graph.testing import CHUNKS, fixture_graph, publish_graph
 from librarian.stack import Stack
 
 
@@ -46,3 +50,28 @@ def index_graph_chunks(stack: Stack, org: str, chunks: dict[str, list[ChunkRef]]
         ]
         written += stack.index.upsert(records, namespace=org)
     return written
+
+
+def unit(vector: list[float]) -> np.ndarray:
+    v = np.asarray(vector, dtype=np.float32)
+    return v / (np.linalg.norm(v) or 1.0)
+
+
+def build_marked_graph(stack: Stack, org: str, marker: str) -> None:
+    """The fixture graph with `marker` in every chunk, claim and summary, embedded with MiniLM."""
+    g = stack.graph_store.scope(org)
+    entities, edges, claims, communities = fixture_graph()
+    chunks = {
+        path: [dataclasses.replace(c, text=f"{marker} {c.text}") for c in path_chunks]
+        for path, path_chunks in CHUNKS.items()
+    }
+    claims = [dataclasses.replace(c, description=f"{marker} {c.description}") for c in claims]
+    for community in communities:
+        community.summary = f"{marker} {community.summary}"
+        community.summary_embedding = unit(stack.dense.embed_query(community.summary))
+    names = stack.dense.embed_documents([e.display_name for e in entities])
+    embeddings = {e.name: unit(v) for e, v in zip(entities, names, strict=True)}
+    publish_graph(
+        g, chunks, entities, edges, claims, communities, embeddings, embedding_model=stack.dense.model_id
+    )
+    index_graph_chunks(stack, org, chunks)  # graph answers cite only what the index holds

@@ -12,11 +12,9 @@ organization X carries "[X]", so a leak between organizations shows up in the an
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import re
 import uuid
 
-import numpy as np
 import pytest
 from langchain_core.messages import AIMessageChunk, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -26,9 +24,8 @@ from graphs.documents import DocumentService
 from graphs.extractive import EXTRACTIVE_NOTICE, NOT_ANSWERED
 from graphs.graph_modes import answer_with_mode
 from librarian.errors import TenantError
-from librarian.graph.testing import CHUNKS, fixture_graph, publish_graph
 from librarian.stack import Stack
-from tests.graph_vectors import index_graph_chunks
+from tests.graph_vectors import build_marked_graph
 from tests.integration.tenant_corpus import clean_settings
 from tools.graph_global import OFFLINE_NOTICE
 
@@ -45,37 +42,6 @@ QUOTE = re.compile(
     r'^- "(?P<text>.+)" (?:\[Community ID: [^\]]+\])?(?P<markers>(?:\[\d+\])+)(?P<mark> \[unsupported\])?$',
     re.MULTILINE,
 )
-
-
-def unit(vector: list[float]) -> np.ndarray:
-    v = np.asarray(vector, dtype=np.float32)
-    return v / (np.linalg.norm(v) or 1.0)
-
-
-def build_marked_graph(stack: Stack, org: str, marker: str) -> None:
-    """The fixture graph with `marker` in every chunk, claim and summary, embedded with MiniLM."""
-    entities, edges, claims, communities = fixture_graph()
-    chunks = {
-        path: [dataclasses.replace(c, text=f"{marker} {c.text}") for c in path_chunks]
-        for path, path_chunks in CHUNKS.items()
-    }
-    claims = [dataclasses.replace(c, description=f"{marker} {c.description}") for c in claims]
-    for community in communities:
-        community.summary = f"{marker} {community.summary}"
-        community.summary_embedding = unit(stack.dense.embed_query(community.summary))
-    names = stack.dense.embed_documents([e.display_name for e in entities])
-    embeddings = {e.name: unit(v) for e, v in zip(entities, names, strict=True)}
-    publish_graph(
-        stack.graph_store.scope(org),
-        chunks,
-        entities,
-        edges,
-        claims,
-        communities,
-        embeddings,
-        embedding_model=stack.dense.model_id,
-    )
-    index_graph_chunks(stack, org, chunks)  # graph answers cite only what the index holds
 
 
 @pytest.fixture(scope="module")

@@ -7,51 +7,23 @@ so any leak shows up in what a tool returns or what the model is shown.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_openai import ChatOpenAI
 
 from graphs.agent import build_agent
 from librarian.errors import TenantError
-from librarian.graph.testing import CHUNKS, fixture_graph, publish_graph
 from librarian.settings import Settings
 from librarian.stack import Stack
-from tests.graph_vectors import index_graph_chunks
+from tests.graph_vectors import build_marked_graph
 from tests.wire.openai_server import TEST_API_KEY, OpenAIWireServer, TextReply, ToolCallReply
 from tools.graph_tools import make_graph_tools
 
 pytest_plugins = ["tests.wire.fixtures"]
 ORGS = {"org-a": "[A]", "org-b": "[B]"}
-
-
-def unit(vector: list[float]) -> np.ndarray:
-    v = np.asarray(vector, dtype=np.float32)
-    return v / (np.linalg.norm(v) or 1.0)
-
-
-def build_marked_graph(stack: Stack, org: str, marker: str) -> None:
-    """The fixture graph with `marker` in every chunk, claim and summary, embedded with MiniLM."""
-    g = stack.graph_store.scope(org)
-    entities, edges, claims, communities = fixture_graph()
-    chunks = {
-        path: [dataclasses.replace(c, text=f"{marker} {c.text}") for c in path_chunks]
-        for path, path_chunks in CHUNKS.items()
-    }
-    claims = [dataclasses.replace(c, description=f"{marker} {c.description}") for c in claims]
-    for community in communities:
-        community.summary = f"{marker} {community.summary}"
-        community.summary_embedding = unit(stack.dense.embed_query(community.summary))
-    names = stack.dense.embed_documents([e.display_name for e in entities])
-    embeddings = {e.name: unit(v) for e, v in zip(entities, names, strict=True)}
-    publish_graph(
-        g, chunks, entities, edges, claims, communities, embeddings, embedding_model=stack.dense.model_id
-    )
-    index_graph_chunks(stack, org, chunks)  # graph answers cite only what the index holds
 
 
 @pytest.fixture(scope="module")
