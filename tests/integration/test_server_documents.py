@@ -198,17 +198,16 @@ def test_five_quick_reuploads_of_one_path_end_with_the_last_version(server, http
 
 def test_chat_completes_while_a_large_ingest_runs(server, http, seeded):
     tok = token("erin", "hooli")
+    # The document the chat needs is indexed first: ingests of one organization queue behind each
+    # other (LIBRARIAN_INGEST_CONCURRENCY_PER_ORG), so uploading it after the large one would make it
+    # wait for that ingest and the chat would start after it.
+    alpha = b"# Alpha\n\nThe hooli alpha team meets on Mondays.\n"
+    assert upload(http, "hooli", tok, "alpha.md", alpha).status_code == 202
+    wait_for_status(http, "hooli", tok, "docs/alpha.md")
     big = (DOCS / "pdf" / "fhs-3.0.pdf").read_bytes()
     assert upload(http, "hooli", tok, "fhs-3.0.pdf", big).status_code == 202
-    assert (
-        upload(
-            http, "hooli", tok, "alpha.md", b"# Alpha\n\nThe hooli alpha team meets on Mondays.\n"
-        ).status_code
-        == 202
-    )
-    wait_for_status(http, "hooli", tok, "docs/alpha.md")
-    # The large ingest is still going when the chat starts (checked here, not after the chat: on a
-    # loaded machine the chat may outlast the ingest, which would not make the chat wrong).
+    # The large ingest is going when the chat starts (checked here, not after the chat: on a loaded
+    # machine the chat may outlast the ingest, which would not make the chat wrong).
     before = http.get("/orgs/hooli/documents/docs/fhs-3.0.pdf", headers=bearer(tok)).json()
     assert before["status"] in ("running", "queued"), before
     started = time.monotonic()
