@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from pathlib import Path
 
 import numpy as np
 
 from graphs.ingest_nodes import vector_record
 from librarian.graph.model import ChunkRef
-from librarian.graph.testing import CHUNKS, fixture_graph, publish_graph
+from librarian.graph.testing import CHUNKS, build_fixture_graph, fixture_graph, publish_graph
+from librarian.settings import Settings
 from librarian.stack import Stack
 
 
@@ -75,3 +77,14 @@ def build_marked_graph(stack: Stack, org: str, marker: str) -> None:
         g, chunks, entities, edges, claims, communities, embeddings, embedding_model=stack.dense.model_id
     )
     index_graph_chunks(stack, org, chunks)  # graph answers cite only what the index holds
+
+
+def two_org_fixture_stack(data_dir: Path) -> Stack:
+    """A stack holding the fixture graph twice, as organizations `org-a` and `org-b` (names prefixed
+    "A: " / "B: "), with both organizations' chunks indexed."""
+    current = Stack(Settings(data_dir=data_dir))
+    build_fixture_graph(current.graph_store, "org-a", name_prefix="A: ")
+    build_fixture_graph(current.graph_store, "org-b", name_prefix="B: ")
+    for org in ("org-a", "org-b"):  # graph answers cite only what the index holds (tools.graph_live)
+        index_graph_chunks(current, org, CHUNKS)
+    return current

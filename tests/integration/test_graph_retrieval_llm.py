@@ -17,10 +17,9 @@ from typing import Any
 import pytest
 from langchain_openai import ChatOpenAI
 
-from librarian.graph.testing import CHUNKS, axis, build_fixture_graph
-from librarian.settings import Settings
+from librarian.graph.testing import axis
 from librarian.stack import Stack
-from tests.graph_vectors import index_graph_chunks
+from tests.graph_vectors import two_org_fixture_stack
 from tests.wire.openai_server import TEST_API_KEY, OpenAIWireServer, TextReply
 from tools.graph_global import NO_RESULTS_ANSWER, GlobalOptions, GlobalSearchError
 from tools.graph_local import local_search
@@ -31,12 +30,7 @@ pytest_plugins = ["tests.wire.fixtures"]
 
 @pytest.fixture
 def stack(tmp_path: Path) -> Stack:
-    current = Stack(Settings(data_dir=tmp_path / "data"))
-    build_fixture_graph(current.graph_store, "org-a", name_prefix="A: ")
-    build_fixture_graph(current.graph_store, "org-b", name_prefix="B: ")
-    for org in ("org-a", "org-b"):  # graph answers cite only what the index holds (tools.graph_live)
-        index_graph_chunks(current, org, CHUNKS)
-    return current
+    return two_org_fixture_stack(tmp_path / "data")
 
 
 def model(server: OpenAIWireServer) -> ChatOpenAI:

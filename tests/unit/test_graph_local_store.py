@@ -13,10 +13,9 @@ import pytest
 
 from librarian.errors import ContractMismatchError, TenantError
 from librarian.graph.model import Community, Edge
-from librarian.graph.testing import CHUNKS, axis, build_fixture_graph
-from librarian.settings import Settings
+from librarian.graph.testing import axis
 from librarian.stack import Stack
-from tests.graph_vectors import index_graph_chunks
+from tests.graph_vectors import two_org_fixture_stack
 from tools.graph_local import (
     LocalOptions,
     bridge_entities,
@@ -34,12 +33,7 @@ from tools.graph_query import ParsedQuery
 
 @pytest.fixture
 def stack(tmp_path: Path) -> Stack:
-    current = Stack(Settings(data_dir=tmp_path / "data"))
-    build_fixture_graph(current.graph_store, "org-a", name_prefix="A: ")
-    build_fixture_graph(current.graph_store, "org-b", name_prefix="B: ")
-    for org in ("org-a", "org-b"):  # graph answers cite only what the index holds (tools.graph_live)
-        index_graph_chunks(current, org, CHUNKS)
-    return current
+    return two_org_fixture_stack(tmp_path / "data")
 
 
 def scrooge_axis(text: str) -> list[float]:
