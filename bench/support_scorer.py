@@ -5,26 +5,29 @@ with evidence, each sentence of each cited abstract is a pair: a rationale sente
 (label 1), any other sentence of the same abstract does not (label 0). Same-abstract negatives are
 on topic, so this measures support, not topicality.
 
-Everything fitted (the logistic weights, the threshold) is reported out of sample, twice:
-5-fold cross-validation grouped by claim (no claim in both its training and its test fold), and
-grouped by abstract (claims that cite a common abstract share a fold). The second is the honest one:
-SciFact has claims that restate or negate each other over the same abstract, so by-claim folds let
-a model meet the very test sentences in training; a logistic regression barely gains from that, a
-tree model does (`--trees` prints both). The threshold is picked in each training fold (the one
-keeping 80% recall of backed pairs, `--recall`); test scores include the scorer's number rule.
-In-sample figures (fit and evaluate on all pairs) are printed for comparison, with the weights to
-paste into `tools/support.py`. Baseline: the MiniLM cosine alone, scored in the same run; figures
-are also printed as ratios to it.
+Everything trained (the attention model of `tools/support_head.py`, its threshold) is reported out of
+sample, twice: 5-fold cross-validation grouped by claim (no claim in both its training and its test
+fold), and grouped by abstract (claims that cite a common abstract share a fold). The second is the
+honest one: SciFact has claims that restate or negate each other over the same abstract, so by-claim
+folds let a model meet the very test sentences in training. Inside each training fold, one eighth of
+the claims is held out to pick the epoch and the threshold (the one keeping 80% of backed pairs,
+`--recall`); test scores come from the shipped numpy forward and include the number rule. Baselines
+in the same run: the MiniLM cosine alone, and a logistic regression over the same FEATURES (the
+previous shipped form).
+
+`--write` trains the shipped model on all pairs (epochs: the median the by-abstract folds chose;
+threshold: the one keeping `--recall` of backed pairs among the by-abstract out-of-fold scores) and
+writes `tools/assets/support_head.npz`.
 
 Labels are SciFact's: a rationale backs the claim whether it SUPPORTs or CONTRADICTs it (a third of
 the rationale sets contradict), so this measures whether a sentence is the evidence, not entailment.
 
-    python bench/support_scorer.py [--data DIR] [--folds 5] [--limit N] [--cache FILE.npy] [--recall 0.8]
-    python bench/support_scorer.py --trees --cache /tmp/support.npy   # gradient-boosted trees, compared
+    python bench/support_scorer.py [--data DIR] [--folds 5] [--limit N] [--cache FILE.pkl] [--write]
     python bench/support_scorer.py --floor ../shared/data/hotpotqa-dev150   # the extractive answer floor
 
-Needs the `bench` extra (scikit-learn). Features take 1-7 minutes on 2 cores depending on load (MiniLM
+Needs the `bench` and `train` extras (scikit-learn, torch). Inputs take 1-3 minutes on 2 cores (MiniLM
 runs twice over ~4k distinct texts: sentence and token vectors); `--cache` keeps them for reruns.
+Training takes about 3 minutes per fold.
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tools.support import FEATURES, INTERCEPT, THRESHOLD, WEIGHTS, SupportScorer
+from tools.support import FEATURES, PairInputs, SupportScorer
+from tools.support_head import WEIGHTS_FILE
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact-dev" / "rationales"
 
@@ -81,13 +85,6 @@ def load_pairs(
     roots: dict[str, int] = {}
     clusters = [roots.setdefault(root(f"claim {g}"), len(roots)) for g in groups]
     return claims, sentences, np.asarray(labels), np.asarray(groups), np.asarray(clusters)
-
-
-def recall_threshold(labels: np.ndarray, scores: np.ndarray, recall: float) -> float:
-    """The highest threshold that keeps `recall` of the backed pairs: a backed sentence is flagged as
-    unsupported at most 1 - recall of the time (flags are visible to users; false ones cost trust)."""
-    backed = np.sort(scores[labels == 1])
-    return float(backed[int(np.floor((1.0 - recall) * len(backed)))])
 
 
 def precision_recall(labels: np.ndarray, scores: np.ndarray, threshold: float) -> tuple[float, float]:
@@ -148,26 +145,40 @@ def answer_floor(folder: Path, floor: float) -> None:
           f"{refused:.1%} of unanswerable ones")  # fmt: skip
 
 
-def cross_validate(
-    x: np.ndarray, y: np.ndarray, groups: np.ndarray, pairs: tuple[list[str], list[str]],
-    args: argparse.Namespace, scorer: SupportScorer, title: str,
-) -> None:  # fmt: skip
-    """k-fold figures for the shipped model form: weights and threshold fitted on the other folds, the
-    number rule applied to the test fold's scores."""
-    from sklearn.metrics import roc_auc_score
+def logistic_out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, folds: int) -> np.ndarray:
+    """Out-of-fold scores of a logistic regression over FEATURES: the previous shipped form."""
     from sklearn.model_selection import GroupKFold
 
-    claims, sentences = pairs
-    print(f"\n{args.folds}-fold {title} (weights and threshold fitted on the other folds):")
-    print("  fold  AUC    cosine AUC  threshold  precision  recall")
-    aucs, precisions, recalls = [], [], []
-    oof = np.zeros(len(y))
-    for fold, (train, test) in enumerate(GroupKFold(n_splits=args.folds).split(x, y, groups), start=1):
+    scores = np.zeros(len(y))
+    for train, test in GroupKFold(n_splits=folds).split(x, y, groups):
         weights, intercept = fit(x[train], y[train])
-        model = SupportScorer(embedder=scorer.embedder, weights=weights, intercept=intercept)
-        model.threshold = recall_threshold(y[train], model.probability(x[train]), args.recall)
+        scores[test] = x[test] @ weights + intercept
+    return scores
+
+
+def head_cross_validation(
+    trainer, inputs: PairInputs, y: np.ndarray, groups: np.ndarray, pairs: tuple[list[str], list[str]],
+    args: argparse.Namespace, scorer: SupportScorer, title: str,
+) -> tuple[np.ndarray, list[int]]:  # fmt: skip
+    """k-fold figures of the attention model; returns its pooled out-of-fold scores (number rule
+    applied) and the epoch each fold kept."""
+    from sklearn.metrics import roc_auc_score
+    from sklearn.model_selection import GroupKFold
+    from support_training import head_scores
+
+    claims, sentences = pairs
+    print(f"\n{args.folds}-fold {title} (model, epoch and threshold fitted on the other folds):")
+    print("  fold  AUC    logistic AUC  cosine AUC  epoch  threshold  precision  recall")
+    logistic = logistic_out_of_fold(inputs.features, y, groups, args.folds)
+    aucs, precisions, recalls, epochs = [], [], [], []
+    oof = np.zeros(len(y))
+    splits = GroupKFold(n_splits=args.folds).split(inputs.features, y, groups)
+    for fold, (train, test) in enumerate(splits, start=1):
+        started = time.perf_counter()
+        head, epoch = trainer.train_with_validation(train, groups, args.recall)
+        model = SupportScorer(embedder=scorer.embedder, head=head)
         scores = model.apply_rules(
-            [claims[i] for i in test], [sentences[i] for i in test], model.probability(x[test])
+            [claims[i] for i in test], [sentences[i] for i in test], head_scores(head, inputs, test)
         )
         oof[test] = scores
         auc = roc_auc_score(y[test], scores)
@@ -175,42 +186,41 @@ def cross_validate(
         aucs.append(auc)
         precisions.append(p)
         recalls.append(r)
+        epochs.append(epoch)
         print(
-            f"  {fold:4d}  {auc:.3f}  {roc_auc_score(y[test], x[test, 0]):.3f}"
-            f"       {model.threshold:.3f}      {p:.3f}      {r:.3f}"
+            f"  {fold:4d}  {auc:.3f}  {roc_auc_score(y[test], logistic[test]):.3f}         "
+            f"{roc_auc_score(y[test], inputs.features[test, 0]):.3f}       {epoch:4d}   {model.threshold:.3f}"
+            f"      {p:.3f}      {r:.3f}   ({time.perf_counter() - started:.0f} s)",
+            flush=True,
         )
-    baseline = roc_auc_score(y, x[:, 0])
+    baseline = roc_auc_score(y, inputs.features[:, 0])
     print(
         f"  mean  {np.mean(aucs):.3f} ± {np.std(aucs):.3f}; precision {np.mean(precisions):.3f}, "
         f"recall {np.mean(recalls):.3f}; pooled out-of-fold AUC {roc_auc_score(y, oof):.3f} "
-        f"({roc_auc_score(y, oof) / baseline:.2f}x cosine {baseline:.3f})"
+        f"({roc_auc_score(y, oof) / baseline:.2f}x cosine {baseline:.3f}; logistic over FEATURES "
+        f"{roc_auc_score(y, logistic):.3f})"
     )
+    return oof, epochs
 
 
-def compare_trees(
-    x: np.ndarray, y: np.ndarray, by_claim: np.ndarray, by_abstract: np.ndarray, folds: int
-) -> None:
-    """Gradient-boosted trees on the same features, next to the logistic regression, under both
-    groupings: why the shipped model stays linear (its gain by claim comes from shared abstracts)."""
-    from sklearn.ensemble import HistGradientBoostingClassifier
-    from sklearn.metrics import roc_auc_score
-    from sklearn.model_selection import GroupKFold
+def load_inputs(args: argparse.Namespace, scorer: SupportScorer, claims: list[str], sentences: list[str]):
+    """The scorer's own inputs for every pair (the product path), cached in a pickle when asked."""
+    import pickle
 
-    def trees() -> HistGradientBoostingClassifier:
-        return HistGradientBoostingClassifier(
-            max_iter=200, learning_rate=0.05, max_leaf_nodes=15, min_samples_leaf=40, l2_regularization=1.0
-        )
-
-    print("\nlogistic regression vs gradient-boosted trees (no rule), pooled out-of-fold AUC:")
-    for title, groups in (("by claim", by_claim), ("by abstract", by_abstract)):
-        linear, boosted = np.zeros(len(y)), np.zeros(len(y))
-        for train, test in GroupKFold(n_splits=folds).split(x, y, groups):
-            weights, intercept = fit(x[train], y[train])
-            linear[test] = x[test] @ weights + intercept
-            boosted[test] = trees().fit(x[train], y[train]).predict_proba(x[test])[:, 1]
-        print(
-            f"  {title:12s} logistic {roc_auc_score(y, linear):.3f}   trees {roc_auc_score(y, boosted):.3f}"
-        )
+    if args.cache is not None and args.cache.exists():
+        with args.cache.open("rb") as f:
+            inputs = pickle.load(f)
+        print(f"inputs: reused {args.cache}")
+    else:
+        started = time.perf_counter()
+        inputs = scorer.inputs(claims, sentences)
+        elapsed = time.perf_counter() - started
+        print(f"inputs: {elapsed:.1f} s ({len(claims) / elapsed:.0f} pairs/s)")
+        if args.cache is not None:
+            with args.cache.open("wb") as f:
+                pickle.dump(inputs, f)
+    assert inputs.features.shape == (len(claims), len(FEATURES)), "the cache holds other pairs or FEATURES"
+    return inputs
 
 
 def main() -> None:
@@ -222,12 +232,16 @@ def main() -> None:
         "--floor", type=Path, default=None, help="a QA folder: measure the answer floor instead"
     )
     parser.add_argument(
-        "--cache", type=Path, default=None, help="features .npy: reused if present, else written"
+        "--cache", type=Path, default=None, help="inputs .pkl: reused if present, else written"
     )
     parser.add_argument(
         "--recall", type=float, default=0.8, help="recall of backed pairs the threshold targets"
     )
-    parser.add_argument("--trees", action="store_true", help="also compare gradient-boosted trees")
+    parser.add_argument("--epochs", type=int, default=20, help="most epochs a fold may train")
+    parser.add_argument("--dropout", type=float, default=None, help="default: TrainingConfig's")
+    parser.add_argument("--weight-decay", type=float, default=None, help="default: TrainingConfig's")
+    parser.add_argument("--by-abstract-only", action="store_true", help="skip the by-claim folds")
+    parser.add_argument("--write", action="store_true", help=f"train on all pairs and write {WEIGHTS_FILE}")
     args = parser.parse_args()
     if args.floor is not None:
         from graphs.extractive import ANSWER_FLOOR
@@ -235,6 +249,7 @@ def main() -> None:
         answer_floor(args.floor, ANSWER_FLOOR)
         return
     from sklearn.metrics import roc_auc_score
+    from support_training import Trainer, TrainingConfig, head_scores, recall_threshold
 
     claims, sentences, y, groups, clusters = load_pairs(args.data, args.limit)
     print(
@@ -242,59 +257,50 @@ def main() -> None:
         f"({len(set(clusters))} clusters of claims sharing an abstract)"
     )
     scorer = SupportScorer()
-    started = time.perf_counter()
-    if args.cache is not None and args.cache.exists():
-        x = np.load(args.cache)
-        print(f"features: reused {args.cache}")
-    else:
-        x = scorer.features(claims, sentences)
-        elapsed = time.perf_counter() - started
-        print(f"features: {elapsed:.1f} s ({len(y) / elapsed:.0f} pairs/s)")
-        if args.cache is not None:
-            np.save(args.cache, x)
-    assert x.shape == (len(y), len(FEATURES)), "the cache holds features of other pairs or another version"
+    inputs = load_inputs(args, scorer, claims, sentences)
+    x = inputs.features
 
     baseline = roc_auc_score(y, x[:, 0])
     print("\nsingle signals, ROC-AUC (no fitting):")
     for i, name in enumerate(FEATURES):
         print(
-            f"  {name:24s} {roc_auc_score(y, x[:, i]):.3f}"
+            f"  {name:32s} {roc_auc_score(y, x[:, i]):.3f}"
             f"  ({roc_auc_score(y, x[:, i]) / baseline:.2f}x cosine)"
         )
 
-    raw = scorer.probability(x)
-    shipped = scorer.apply_rules(claims, sentences, raw)
-    capped = shipped < raw
-    print(
-        f"\nshipped weights (tools/support.py), all pairs: AUC {roc_auc_score(y, shipped):.3f} "
-        f"({roc_auc_score(y, raw):.3f} without the number rule), "
-        "P/R at THRESHOLD {:.3f}: {:.3f}/{:.3f}".format(THRESHOLD, *precision_recall(y, shipped, THRESHOLD))
-    )
-    print(
-        f"number rule: {int(capped.sum())} pairs capped below the threshold, "
-        f"{int((capped & (y == 1)).sum())} of them backed"
-    )
+    if WEIGHTS_FILE.exists() and not args.write:
+        shipped = scorer.apply_rules(claims, sentences, head_scores(scorer.head, inputs, np.arange(len(y))))
+        print(
+            f"\nshipped model ({WEIGHTS_FILE.name}) on all pairs (in sample when it was trained on them): "
+            f"AUC {roc_auc_score(y, shipped):.3f}, "
+            "P/R at its threshold {:.3f}: {:.3f}/{:.3f}".format(
+                scorer.threshold, *precision_recall(y, shipped, scorer.threshold)
+            )
+        )
 
-    cross_validate(x, y, groups, (claims, sentences), args, scorer, "by claim")
-    cross_validate(x, y, clusters, (claims, sentences), args, scorer, "by abstract")
-    if args.trees:
-        compare_trees(x, y, groups, clusters, args.folds)
+    overrides = {"dropout": args.dropout, "weight_decay": args.weight_decay}
+    config = TrainingConfig(epochs=args.epochs, **{k: v for k, v in overrides.items() if v is not None})
+    trainer = Trainer(inputs, y, config)
+    pairs = (claims, sentences)
+    if not args.by_abstract_only:
+        head_cross_validation(trainer, inputs, y, groups, pairs, args, scorer, "by claim")
+    oof, epochs = head_cross_validation(trainer, inputs, y, clusters, pairs, args, scorer, "by abstract")
 
-    weights, intercept = fit(x, y)
-    model = SupportScorer(embedder=scorer.embedder, weights=weights, intercept=intercept)
-    model.threshold = recall_threshold(y, model.probability(x), args.recall)
-    scores = model.apply_rules(claims, sentences, model.probability(x))
-    p, r = precision_recall(y, scores, model.threshold)
-    print(
-        f"\nin-sample (fit on all pairs): AUC {roc_auc_score(y, scores):.3f}, "
-        f"threshold {model.threshold:.3f}, P {p:.3f}, R {r:.3f}"
-    )
-    print("paste into tools/support.py:")
-    print(f"WEIGHTS = ({', '.join(f'{w:.4f}' for w in weights)})")
-    print(f"INTERCEPT = {intercept:.4f}")
-    print(f"THRESHOLD = {model.threshold:.3f}")
-    unchanged = np.allclose(WEIGHTS, np.round(weights, 4), atol=1e-3) and abs(INTERCEPT - intercept) < 1e-3
-    print(f"(shipped weights {'match' if unchanged else 'differ from'} this fit)")
+    if args.write:
+        epochs_used = int(np.median(epochs))
+        threshold = recall_threshold(y, oof, args.recall)
+        started = time.perf_counter()
+        head, _ = trainer.train(np.arange(len(y)), None, epochs_used, args.recall)
+        head = type(head)(**{**head.__dict__, "threshold": threshold})
+        WEIGHTS_FILE.parent.mkdir(parents=True, exist_ok=True)
+        head.save(WEIGHTS_FILE)
+        scores = head_scores(head, inputs, np.arange(len(y)))
+        print(
+            f"\nwrote {WEIGHTS_FILE} ({time.perf_counter() - started:.0f} s): "
+            f"{epochs_used} epochs on all pairs, "
+            f"threshold {threshold:.3f} (keeps {args.recall:.0%} of backed pairs out of fold); "
+            f"in-sample AUC {roc_auc_score(y, scores):.3f}"
+        )
 
 
 if __name__ == "__main__":

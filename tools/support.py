@@ -3,16 +3,16 @@
 Why these signals: no entailment model ships offline (DESIGN §6), but the bundled MiniLM and the
 index's own stemmed terms do. A backed sentence usually restates the source's words (stemmed
 term coverage, weighted by how rare each term is in English) and its meaning (MiniLM sentence
-cosine, and token-level late interaction, which notices a matching phrase inside a longer sentence).
-Rare words weigh more than common ones in the token matching too. A sentence that asks ("to
-determine whether ...") or says something is unknown does not back a claim that states it. A
-logistic regression mixes the signals; its weights and threshold were fitted on SciFact's
-sentence-level rationales with 5-fold cross-validation (`bench/support_scorer.py` prints the fold
-figures; README "Citations").
+cosine, token-level late interaction and kernel pooling, which notice a matching phrase inside a
+longer sentence). A sentence that asks ("to determine whether ...") or says something is unknown
+does not back a claim that states it. These FEATURES feed a small attention model over the same
+MiniLM token vectors (`tools/support_head.py`), which also compares each claim token with what it
+aligns to in the passage; it was trained on SciFact's sentence-level rationales, and
+`bench/support_scorer.py` prints its k-fold figures (README "Citations").
 
-One rule sits on top of the fit, because a fitted average cannot promise it: quantities must agree.
-When the claim gives a quantity that the passage gives with another number in the same unit ("30
-days" against "within 14 days"), the score is scaled below the threshold (`disagreeing_numbers`).
+One rule sits on top of the model, because a trained average cannot promise it: quantities must
+agree. When the claim gives a quantity that the passage gives with another number in the same unit
+("30 days" against "within 14 days"), the score is scaled below the threshold (`disagreeing_numbers`).
 """
 
 from __future__ import annotations
@@ -22,12 +22,20 @@ import math
 import re
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
 from librarian.embeddings.lexical import LexicalSparseEmbedder
 from librarian.embeddings.text_terms import raw_tokens, stem
+from tools.support_head import SupportHead
+
+KERNEL_CENTRES = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3)
+"""Soft-match kernels over token cosines (K-NRM, Xiong et al., 2017): how many tokens of the other side
+sit near each similarity level, not only the best one. 1.0 is an exact match (width 0.01); the
+others are 0.05 wide."""
+KERNEL_WIDTHS = (0.01, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05)
 
 FEATURES = (
     "cosine",  # MiniLM sentence vectors
@@ -47,19 +55,15 @@ FEATURES = (
     "passage_terms",  # log(1 + terms in the passage)
     "asks",  # the passage asks or states an aim ("whether", "to determine", "?"): it asserts nothing
     "hedged",  # the passage says something is unknown or unclear
+    # Kernel pooling: per side (claim tokens against the passage, then the reverse), per weighting
+    # (plain mean over tokens, rarity-weighted), per kernel centre: mean log(1 + soft match count).
+    *(
+        f"kernel_{side}_{weighting}_{centre}"
+        for side in ("claim", "passage")
+        for weighting in ("mean", "rare")
+        for centre in KERNEL_CENTRES
+    ),
 )
-
-# Fitted by `python bench/support_scorer.py` on SciFact's rationales (all 5,494 pairs of the 505 claims
-# with evidence); k-fold figures in the README. Order: FEATURES.
-WEIGHTS = (
-    -5.4249, 6.8539, 4.1043, -0.1234, 3.3051, 1.0485, -6.5920, 5.2845, 0.1530,
-    0.1516, -1.4607, 0.7043, 0.0171, -0.0444, 1.0844, -2.6493, -1.5937,
-)  # fmt: skip
-INTERCEPT = -8.3928
-THRESHOLD = 0.165
-"""A pair is `supported` when its score reaches this: the threshold that keeps 80% of the backed
-pairs (a backed sentence is flagged at most one time in five; flags are visible, so false ones cost
-trust). Chosen the same way in each training fold for the k-fold figures."""
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 # A number standing alone and the word or % after it ("14 days", "30%", "2.5 mg"); not a digit
@@ -224,39 +228,76 @@ def token_features(
     ]  # fmt: skip
 
 
+def kernel_features(sims: np.ndarray, weights: np.ndarray) -> list[float]:
+    """Kernel pooling of one side's token cosines (rows of `sims`) against the other side: for each
+    kernel, mean over the rows of log(1 + soft count of columns near its centre), plain and weighted
+    by `weights` (rarity; equal when all are 0)."""
+    if sims.size == 0:
+        return [0.0] * (2 * len(KERNEL_CENTRES))
+    centres, widths = np.asarray(KERNEL_CENTRES), np.asarray(KERNEL_WIDTHS)
+    counts = np.exp(-((sims[..., None] - centres) ** 2) / (2 * widths**2)).sum(axis=1)
+    logs = np.log1p(counts)
+    total = float(weights.sum())
+    weighted = (weights @ logs) / total if total > 0 else logs.mean(axis=0)
+    return [*logs.mean(axis=0).tolist(), *np.asarray(weighted).tolist()]
+
+
 def pair_features(
     claim: str, passage: str, claim_vector: np.ndarray, passage_vector: np.ndarray,
     claim_tokens: np.ndarray, passage_tokens: np.ndarray,
-    claim_words: tuple[np.ndarray, np.ndarray] | None = None,
+    claim_words: tuple[np.ndarray, np.ndarray], passage_words: tuple[np.ndarray, np.ndarray],
 ) -> list[float]:  # fmt: skip
-    """One row of FEATURES from the texts and their MiniLM sentence and token vectors."""
-    if claim_words is None:
-        claim_words = token_words([claim], [len(claim_tokens)])[0]
+    """One row of FEATURES from the texts, their MiniLM sentence and token vectors, and each side's
+    token rarity weights (`token_words`)."""
+    sims = claim_tokens.astype(np.float32) @ passage_tokens.astype(np.float32).T
     return [
         float(claim_vector @ passage_vector),
         *token_features(claim_tokens, passage_tokens, claim_words),
         *lexical_features(claim, passage),
         float(bool(_ASKS.search(passage))),
         float(bool(_HEDGED.search(passage))),
+        *kernel_features(sims, claim_words[0]),
+        *kernel_features(sims.T, passage_words[0]),
     ]
 
 
+@dataclass
+class PairInputs:
+    """Everything the model reads for aligned (claim, passage) pairs: each distinct text's token
+    vectors and rarity weights once, and per pair its FEATURES row and the two texts' indices."""
+
+    features: np.ndarray
+    tokens: list[np.ndarray]
+    token_weights: list[np.ndarray]
+    claim_index: np.ndarray
+    passage_index: np.ndarray
+
+
 class SupportScorer:
-    """Scores (claim, passage) pairs; `supported` means score ≥ `threshold`."""
+    """Scores (claim, passage) pairs in [0, 1]; `supported` means score ≥ `threshold`."""
 
     name = "local"
 
     def __init__(
         self,
         embedder: TokenEmbedder | None = None,
-        weights: Sequence[float] = WEIGHTS,
-        intercept: float = INTERCEPT,
-        threshold: float = THRESHOLD,
+        head: SupportHead | None = None,
+        threshold: float | None = None,
     ) -> None:
         self._embedder = embedder
-        self.weights = np.asarray(weights, dtype=np.float64)
-        self.intercept = float(intercept)
-        self.threshold = float(threshold)
+        self._head = head
+        self._threshold = threshold
+
+    @property
+    def head(self) -> SupportHead:
+        """The trained model: the one given, else the shipped weights (loaded on first use)."""
+        if self._head is None:
+            self._head = shipped_head()
+        return self._head
+
+    @property
+    def threshold(self) -> float:
+        return float(self.head.threshold if self._threshold is None else self._threshold)
 
     @property
     def embedder(self) -> TokenEmbedder:
@@ -264,36 +305,48 @@ class SupportScorer:
             self._embedder = bundled_embedder()
         return self._embedder
 
-    def features(self, claims: Sequence[str], passages: Sequence[str]) -> np.ndarray:
-        """One row of FEATURES per aligned (claim, passage) pair; each distinct text is embedded once."""
+    def inputs(self, claims: Sequence[str], passages: Sequence[str]) -> PairInputs:
+        """The model's inputs for aligned pairs; each distinct text is embedded once."""
         if len(claims) != len(passages):
             raise ValueError("claims and passages must be aligned pairs")
-        rows = np.zeros((len(claims), len(FEATURES)), dtype=np.float64)
-        if not claims:
-            return rows
         claims = [strip_markers(c) for c in claims]
         texts = list(dict.fromkeys([*claims, *passages]))
         where = {t: i for i, t in enumerate(texts)}
+        rows = np.zeros((len(claims), len(FEATURES)), dtype=np.float64)
+        if not claims:
+            return PairInputs(rows, [], [], np.zeros(0, np.int64), np.zeros(0, np.int64))
         vectors = self.embedder.embed_array(texts)
-        tokens = self.embedder.embed_tokens(texts)
-        distinct_claims = list(dict.fromkeys(claims))
-        words = dict(
-            zip(
-                distinct_claims,
-                token_words(distinct_claims, [len(tokens[where[c]]) for c in distinct_claims]),
-                strict=True,
-            )
-        )
-        for row, (claim, passage) in enumerate(zip(claims, passages, strict=True)):
-            a, b = where[claim], where[passage]
+        tokens = [np.asarray(t, dtype=np.float32) for t in self.embedder.embed_tokens(texts)]
+        words = token_words(texts, [len(t) for t in tokens])
+        claim_index = np.array([where[c] for c in claims])
+        passage_index = np.array([where[p] for p in passages])
+        for row, (claim, passage, a, b) in enumerate(
+            zip(claims, passages, claim_index, passage_index, strict=True)
+        ):
             rows[row] = pair_features(
-                claim, passage, vectors[a], vectors[b], tokens[a], tokens[b], words[claim]
+                claim, passage, vectors[a], vectors[b], tokens[a], tokens[b], words[a], words[b]
             )
-        return rows
+        return PairInputs(rows, tokens, [w for w, _ in words], claim_index, passage_index)
 
-    def probability(self, features: np.ndarray) -> np.ndarray:
-        """The fitted model alone (no rule): what `bench/support_scorer.py` fits and measures."""
-        logits = features @ self.weights + self.intercept
+    def features(self, claims: Sequence[str], passages: Sequence[str]) -> np.ndarray:
+        """One row of FEATURES per aligned (claim, passage) pair."""
+        return self.inputs(claims, passages).features
+
+    def model_scores(self, inputs: PairInputs) -> np.ndarray:
+        """The trained model alone (no rule): what `bench/support_scorer.py` fits and measures."""
+        logits = np.array(
+            [
+                self.head.logit(
+                    inputs.features[row],
+                    inputs.tokens[a],
+                    inputs.token_weights[a],
+                    inputs.tokens[b],
+                    inputs.token_weights[b],
+                )
+                for row, (a, b) in enumerate(zip(inputs.claim_index, inputs.passage_index, strict=True))
+            ],
+            dtype=np.float64,
+        )
         return 1.0 / (1.0 + np.exp(-logits))
 
     def apply_rules(self, claims: Sequence[str], passages: Sequence[str], scores: np.ndarray) -> np.ndarray:
@@ -306,7 +359,20 @@ class SupportScorer:
         return capped
 
     def score_pairs(self, claims: Sequence[str], passages: Sequence[str]) -> np.ndarray:
-        return self.apply_rules(claims, passages, self.probability(self.features(claims, passages)))
+        if not claims:
+            return np.zeros(0)
+        return self.apply_rules(claims, passages, self.model_scores(self.inputs(claims, passages)))
 
     def is_supported(self, score: float) -> bool:
         return not math.isnan(score) and score >= self.threshold
+
+
+def shipped_head() -> SupportHead:
+    """The trained weights in `tools/assets/`, loaded once per process; they must name FEATURES."""
+    with _shared_lock:
+        if "head" not in _shared:
+            head = SupportHead.load()
+            if head.feature_names != FEATURES:
+                raise RuntimeError("tools/assets/support_head.npz was trained on other FEATURES; retrain it")
+            _shared["head"] = head
+        return _shared["head"]

@@ -9,10 +9,11 @@ from tools.citations import quoted_span, split_sentences, verify_answer
 from tools.retrieval import Source
 from tools.support import (
     FEATURES,
-    WEIGHTS,
+    PairInputs,
     SupportScorer,
     disagreeing_numbers,
     quantities,
+    shipped_head,
     token_words,
 )
 
@@ -33,8 +34,13 @@ def scorer() -> SupportScorer:
     return SupportScorer()
 
 
-def test_every_feature_has_a_fitted_weight():
-    assert len(WEIGHTS) == len(FEATURES) == len(set(FEATURES))
+def test_the_shipped_model_reads_every_feature_and_both_directions():
+    head = shipped_head()
+    hidden = head.forward_weight.shape[0]
+    assert head.feature_names == FEATURES and len(set(FEATURES)) == len(FEATURES)
+    assert head.out_weight.shape == (4 * hidden + len(FEATURES),)
+    assert head.forward_weight.shape == head.reverse_weight.shape == (hidden, 4 * 384)
+    assert 0.0 < head.threshold < 1.0
 
 
 def test_a_different_number_of_the_same_unit_is_a_contradiction_not_support(scorer):
@@ -47,7 +53,7 @@ def test_a_different_number_of_the_same_unit_is_a_contradiction_not_support(scor
     assert not record["supported"] and record["evidence"][0]["supported"] is False
     # Same words, other number: the fitted model alone would pass it; the rule is what stops it.
     claim = [POLICY.replace("14", "30")]
-    assert scorer.probability(scorer.features(claim, [POLICY]))[0] >= scorer.threshold
+    assert scorer.model_scores(scorer.inputs(claim, [POLICY]))[0] >= scorer.threshold
     assert not scorer.is_supported(float(scorer.score_pairs(claim, [POLICY])[0]))
 
 
@@ -73,12 +79,17 @@ def test_word_pieces_weigh_what_their_word_weighs_and_stop_words_nothing(scorer)
     assert np.allclose(weights, 1.0)
 
 
+class ShortestFirst(SupportScorer):
+    """A scorer that prefers the shortest passage: it would pick a one-word heading."""
+
+    def model_scores(self, inputs: PairInputs) -> np.ndarray:
+        return 1.0 / (1.0 + inputs.features[:, FEATURES.index("passage_terms")])
+
+
 def test_a_verbatim_quote_gets_the_quoted_sentence_as_its_span_and_full_support(scorer):
-    # A scorer that prefers the shortest passage would pick the one-word heading, span (0, 7): the
-    # quote must not depend on what any scorer thinks of a heading.
-    weights = np.zeros(len(FEATURES))
-    weights[FEATURES.index("passage_terms")] = -5.0
-    short_first = SupportScorer(weights=weights, intercept=0.0, threshold=scorer.threshold)
+    # The shortest-first scorer would pick the heading, span (0, 7): the quote must not depend on what
+    # any scorer thinks of a heading.
+    short_first = ShortestFirst(threshold=scorer.threshold)
     assert split_sentences(HEADED)[0] == (0, 7)
     start = HEADED.index(POLICY)
     for judge in (scorer, short_first):
@@ -99,3 +110,115 @@ def test_a_sentence_quoting_part_of_a_source_gets_the_span_but_no_free_verdict()
     assert quoted_span("accepted within 14 days of purchase [1]", HEADED, spans) == (
         (start, start + len(POLICY)), False
     )  # fmt: skip
+
+
+def test_the_head_survives_a_save_and_load_and_ignores_passage_token_order(tmp_path):
+    head = shipped_head()
+    rng = np.random.default_rng(0)
+
+    def unit(n: int) -> np.ndarray:
+        v = rng.normal(size=(n, 384)).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    claim, passage = unit(6), unit(11)
+    claim_weights, passage_weights = rng.uniform(0, 5, 6), rng.uniform(0, 5, 11)
+    features = rng.normal(size=len(FEATURES)) * head.feature_scale + head.feature_mean
+    logit = head.logit(features, claim, claim_weights, passage, passage_weights)
+    head.save(tmp_path / "head.npz")
+    again = type(head).load(tmp_path / "head.npz")
+    assert again.feature_names == head.feature_names and again.threshold == pytest.approx(head.threshold)
+    assert again.logit(features, claim, claim_weights, passage, passage_weights) == pytest.approx(
+        logit, abs=1e-5
+    )
+    # Pooling is a weighted mean and a max: the passage's token order does not matter, its content does.
+    order = rng.permutation(11)
+    shuffled = head.logit(features, claim, claim_weights, passage[order], passage_weights[order])
+    assert shuffled == pytest.approx(logit, abs=1e-4)
+    assert head.logit(features, claim, claim_weights, unit(11), passage_weights) != pytest.approx(
+        logit, abs=1e-4
+    )
+
+
+HANDBOOK_PAIRS = [  # (claim, passage, backed): a paraphrase, then an on-topic sentence that does not back it
+    (
+        "Employees get 25 days of paid vacation per year.",
+        "Full-time employees are entitled to 25 days of paid annual leave.",
+        True,
+    ),
+    (
+        "Employees get 25 days of paid vacation per year.",
+        "Vacation requests must be submitted through the HR portal at least two weeks in advance.",
+        False,
+    ),
+    (
+        "Staff must use the VPN on public Wi-Fi.",
+        "When connecting from public networks, staff must enable the company VPN.",
+        True,
+    ),
+    (
+        "Staff must use the VPN on public Wi-Fi.",
+        "The VPN client is available for Windows, macOS and Linux.",
+        False,
+    ),
+    (
+        "Expense reports are due within 30 days of purchase.",
+        "Submit each expense report no later than 30 days after the purchase date.",
+        True,
+    ),
+    (
+        "Expense reports are due within 30 days of purchase.",
+        "Expense reports are reviewed by the finance team every Friday.",
+        False,
+    ),
+    (
+        "The cafeteria is open from 8 am to 3 pm.",
+        "Our cafeteria serves meals between 8 am and 3 pm on weekdays.",
+        True,
+    ),
+    ("The cafeteria is open from 8 am to 3 pm.", "The cafeteria offers vegetarian and vegan options.", False),
+    (
+        "Passwords must be changed every 90 days.",
+        "All users are required to rotate their passwords every 90 days.",
+        True,
+    ),
+    ("Passwords must be changed every 90 days.", "Passwords must contain at least twelve characters.", False),
+    (
+        "The USER_NAME column is a VARCHAR(10).",
+        "USER_NAME: VARCHAR(10), not null, the login name of the user.",
+        True,
+    ),
+    (
+        "The USER_NAME column is a VARCHAR(10).",
+        "The USER table stores one row per registered account.",
+        False,
+    ),
+    (
+        "Scrooge refused to give money to the charity collectors.",
+        "Scrooge sent the two gentlemen away without a penny for the poor.",
+        True,
+    ),
+    (
+        "Scrooge refused to give money to the charity collectors.",
+        "Two portly gentlemen entered Scrooge's office with books and papers.",
+        False,
+    ),
+    (
+        "LangGraph persists state with checkpointers.",
+        "A checkpointer saves the graph state at every super-step, so runs can resume.",
+        True,
+    ),
+    (
+        "LangGraph persists state with checkpointers.",
+        "LangGraph is a library for building stateful agents.",
+        False,
+    ),
+]
+
+
+def test_outside_scifact_paraphrases_are_supported_and_on_topic_sentences_are_not(scorer):
+    # The model was trained on biomedical abstracts only; these handbook, schema, novel and software
+    # sentences check that its verdicts carry over (README "Citations").
+    claims, passages, backed = zip(*HANDBOOK_PAIRS, strict=True)
+    scores = scorer.score_pairs(list(claims), list(passages))
+    verdicts = [scorer.is_supported(float(s)) for s in scores]
+    assert verdicts == list(backed)
