@@ -112,6 +112,22 @@ def strip_markers(sentence: str) -> str:
     return _MARKER.sub("", sentence).strip()
 
 
+_REFERENCE_TAG = re.compile(r"\[(?:[A-Z][\w ]*IDs?|Data|Sources?)\s*:[^\]]*\]")
+_DOUBLE_QUOTES = re.compile(r"[\"“”„«»]|''")
+
+
+def claim_for_scoring(sentence: str) -> str:
+    """An answer sentence as the model reads it: no citation markers or reference tags ("[Community
+    ID: 3]"), no Markdown (links, emphasis, bullets) and no double quotation marks. The model learns
+    from plain claims; before this cleaning a sentence quoted whole scored near 0 against the very
+    sentence it quotes (four training claims have quotation marks, too few to learn that they say
+    nothing about support). Apostrophes and primes (5') stay: they are parts of words."""
+    from tools.quotes import clean_quote  # tools.quotes imports tools.citations, which imports this
+
+    text = clean_quote(_REFERENCE_TAG.sub("", strip_markers(sentence)))
+    return " ".join(_DOUBLE_QUOTES.sub("", text).split())
+
+
 def _terms(text: str) -> list[str]:
     from librarian.embeddings.text_terms import STOPWORDS
 
@@ -309,7 +325,7 @@ class SupportScorer:
         """The model's inputs for aligned pairs; each distinct text is embedded once."""
         if len(claims) != len(passages):
             raise ValueError("claims and passages must be aligned pairs")
-        claims = [strip_markers(c) for c in claims]
+        claims = [claim_for_scoring(c) for c in claims]
         texts = list(dict.fromkeys([*claims, *passages]))
         where = {t: i for i, t in enumerate(texts)}
         rows = np.zeros((len(claims), len(FEATURES)), dtype=np.float64)

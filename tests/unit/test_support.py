@@ -11,6 +11,7 @@ from tools.support import (
     FEATURES,
     PairInputs,
     SupportScorer,
+    claim_for_scoring,
     disagreeing_numbers,
     quantities,
     shipped_head,
@@ -222,3 +223,15 @@ def test_outside_scifact_paraphrases_are_supported_and_on_topic_sentences_are_no
     scores = scorer.score_pairs(list(claims), list(passages))
     verdicts = [scorer.is_supported(float(s)) for s in scores]
     assert verdicts == list(backed)
+
+
+def test_quotation_marks_markdown_and_reference_tags_do_not_change_a_verdict(scorer):
+    variants = [
+        '"Refunds are accepted within 14 days of purchase." [Community ID: 3][1]',
+        "- **Refunds** are accepted within [14 days](https://acme.example/refunds) of purchase [1].",
+        "Refunds are accepted within “14 days” of purchase.",
+    ]
+    assert {claim_for_scoring(v) for v in variants} == {POLICY}
+    assert claim_for_scoring("5'-nucleotidase carriers' risk") == "5'-nucleotidase carriers' risk"
+    scores = scorer.score_pairs([POLICY, *variants], [HEADED.split("\n\n")[1]] * 4)
+    assert scorer.is_supported(float(scores[0])) and np.allclose(scores, scores[0])
