@@ -20,7 +20,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GroupKFold
 from torch import nn
 
-from tools.support import FEATURES, PairInputs
+from tools.support import FEATURES, PairInputs, SupportScorer
 from tools.support_head import SupportHead
 
 DIMENSION = 384
@@ -110,20 +110,8 @@ def export(model: TorchHead, mean: np.ndarray, scale: np.ndarray, threshold: flo
 
 
 def head_scores(head: SupportHead, inputs: PairInputs, rows: np.ndarray) -> np.ndarray:
-    """The shipped numpy forward's probabilities for the pairs `rows`."""
-    logits = np.array(
-        [
-            head.logit(
-                inputs.features[r],
-                inputs.tokens[inputs.claim_index[r]],
-                inputs.token_weights[inputs.claim_index[r]],
-                inputs.tokens[inputs.passage_index[r]],
-                inputs.token_weights[inputs.passage_index[r]],
-            )
-            for r in rows
-        ]
-    )
-    return 1.0 / (1.0 + np.exp(-logits))
+    """The shipped numpy forward's probabilities for the pairs `rows` (no rule)."""
+    return SupportScorer(head=head).model_scores(inputs, rows)
 
 
 def recall_threshold(labels: np.ndarray, scores: np.ndarray, recall: float) -> float:

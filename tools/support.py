@@ -215,14 +215,12 @@ def token_words(texts: Sequence[str], counts: Sequence[int]) -> list[tuple[np.nd
     return out
 
 
-def token_features(
-    claim_tokens: np.ndarray, passage_tokens: np.ndarray, claim_words: tuple[np.ndarray, np.ndarray]
-) -> list[float]:
+def token_features(sims: np.ndarray, claim_words: tuple[np.ndarray, np.ndarray]) -> list[float]:
     """Late interaction both ways (ColBERT's MaxSim, averaged), the claim's weakest tokens, the
-    passage's median, and two rarity-weighted views of the claim's side (per token, per word)."""
-    if len(claim_tokens) == 0 or len(passage_tokens) == 0:
+    passage's median, and two rarity-weighted views of the claim's side (per token, per word), from
+    the claim × passage token cosines."""
+    if sims.size == 0:
         return [0.0] * 7
-    sims = claim_tokens.astype(np.float32) @ passage_tokens.astype(np.float32).T
     best, reverse = sims.max(axis=1), sims.max(axis=0)
     weights, words = claim_words
     total = float(weights.sum())
@@ -268,7 +266,7 @@ def pair_features(
     sims = claim_tokens.astype(np.float32) @ passage_tokens.astype(np.float32).T
     return [
         float(claim_vector @ passage_vector),
-        *token_features(claim_tokens, passage_tokens, claim_words),
+        *token_features(sims, claim_words),
         *lexical_features(claim, passage),
         float(bool(_ASKS.search(passage))),
         float(bool(_HEDGED.search(passage))),
@@ -348,18 +346,20 @@ class SupportScorer:
         """One row of FEATURES per aligned (claim, passage) pair."""
         return self.inputs(claims, passages).features
 
-    def model_scores(self, inputs: PairInputs) -> np.ndarray:
-        """The trained model alone (no rule): what `bench/support_scorer.py` fits and measures."""
+    def model_scores(self, inputs: PairInputs, rows: Sequence[int] | None = None) -> np.ndarray:
+        """The trained model alone (no rule) for the pairs `rows` (default all): what
+        `bench/support_scorer.py` fits and measures."""
+        rows = range(len(inputs.features)) if rows is None else rows
         logits = np.array(
             [
                 self.head.logit(
-                    inputs.features[row],
-                    inputs.tokens[a],
-                    inputs.token_weights[a],
-                    inputs.tokens[b],
-                    inputs.token_weights[b],
+                    inputs.features[r],
+                    inputs.tokens[inputs.claim_index[r]],
+                    inputs.token_weights[inputs.claim_index[r]],
+                    inputs.tokens[inputs.passage_index[r]],
+                    inputs.token_weights[inputs.passage_index[r]],
                 )
-                for row, (a, b) in enumerate(zip(inputs.claim_index, inputs.passage_index, strict=True))
+                for r in rows
             ],
             dtype=np.float64,
         )
