@@ -15,7 +15,7 @@ that checked org is the only one used: runs are started through the in-process c
 the auth handlers, so the route passes the org itself as trusted run context.
 
 The handlers only translate HTTP: the operations, their order of effects and their outcomes are
-`graphs.documents.DocumentOps`, the same ones the CLI and notebooks call, here over `ServerRuns`.
+`services.documents.DocumentOps`, the same ones the CLI and notebooks call, here over `ServerRuns`.
 
 Errors are `{"error": {"code", "message"}}` with no internals; unexpected failures are logged here
 and answered with a generic 500.
@@ -34,10 +34,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from graphs.document_runs import ServerRuns
-from graphs.documents import DocumentNotFoundError, DocumentOps, NoActiveIngestError
-from graphs.graph_index_runs import schedule_build, server_status
-from graphs.threads import server_thread_id
+from services.document_runs import ServerRuns
+from services.documents import DocumentNotFoundError, DocumentOps, NoActiveIngestError
+from services.graph_index_runs import schedule_build, server_status
+from librarian.runs.threads import server_thread_id
 from librarian.auth import is_member
 from librarian.errors import FileTooLargeError, InvalidPathError, LibrarianError, TenantError
 from librarian.files.multipart import ENVELOPE_BYTES, MalformedUploadError, read_file_field
@@ -96,7 +96,7 @@ def _path_param(request: Request) -> str:
 
 
 def documents() -> DocumentOps:
-    """The same operations as `graphs.documents.DocumentService`, with runs on this server."""
+    """The same operations as `services.documents.DocumentService`, with runs on this server."""
     return DocumentOps(get_stack(), ServerRuns())
 
 
@@ -180,7 +180,7 @@ async def delete_document(request: Request) -> Response:
     org = authorize(request, write=True)
     path = _path_param(request)
     run = await documents().delete(org, path, owner=_owner(request))
-    # Graph answers stop citing it now (query-time liveness against the index, tools/graph_live.py);
+    # Graph answers stop citing it now (query-time liveness against the index, librarian/graph/query/liveness.py);
     # the graph keeps listing it as removed, so `graph status` is not up to date until the coalesced
     # rebuild removes its contribution.
     await _schedule_graph_after_change(org, _owner(request))

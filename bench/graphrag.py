@@ -5,8 +5,8 @@
 
 Everything runs through what users run: documents are uploaded and ingested by `DocumentService`
 (parse, chunk, embed, upsert), the graph is built by the graph index build (`GraphIndexService`,
-offline extractor and summarizer), and questions go through `tools.graph_local.local_search`,
-`tools.graph_tools.run_global` and, as the baseline in the same process, `tools.retrieval.search`
+offline extractor and summarizer), and questions go through `librarian.graph.query.local_search.local_search`,
+`tools.graph_tools.run_global` and, as the baseline in the same process, `librarian.retrieval.search.search`
 (the `search_documents` path, same reranker).
 
 local (HotpotQA dev150, BEIR files + qa.jsonl; each paragraph one document, "title\\n\\ntext"):
@@ -41,17 +41,17 @@ from contextlib import contextmanager  # noqa: E402
 
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 
-from graphs.graph_index_service import GraphIndexService  # noqa: E402
+from services.graph_index_service import GraphIndexService  # noqa: E402
 from librarian.evaluation.data import Beir, doc_id_from_path, load_beir  # noqa: E402
 from librarian.settings import load_settings  # noqa: E402
 from librarian.stack import Stack  # noqa: E402
-from tools.evaluation import ORG as EVAL_ORG  # noqa: E402
-from tools.evaluation import ingested  # noqa: E402
-from tools.graph_global import GlobalOptions, cited_community_ids, load_communities  # noqa: E402
-from tools.graph_local import local_search  # noqa: E402
-from tools.graph_tools import run_global  # noqa: E402
-from tools.rerankers import make_reranker  # noqa: E402
-from tools.retrieval import SearchOptions, search  # noqa: E402
+from evals.runner import ORG as EVAL_ORG  # noqa: E402
+from evals.runner import ingested  # noqa: E402
+from librarian.graph.query.global_search import GlobalOptions, cited_community_ids, load_communities  # noqa: E402
+from librarian.graph.query.local_search import local_search  # noqa: E402
+from librarian.graph.query.runs import run_global  # noqa: E402
+from librarian.retrieval.rerankers import make_reranker  # noqa: E402
+from librarian.retrieval.search import SearchOptions, search  # noqa: E402
 
 HOTPOT = REPO.parent / "shared" / "data" / "hotpotqa-dev150"
 BOOK = REPO.parent / "shared" / "data" / "christmas-carol" / "body_only.txt"
@@ -71,7 +71,7 @@ GLOBAL_QUESTIONS = [
 
 @contextmanager
 def corpus_stack(data: Beir, args: argparse.Namespace):
-    """The ingested corpus: `tools.evaluation.ingested`, or an already ingested `--data-dir`."""
+    """The ingested corpus: `evals.runner.ingested`, or an already ingested `--data-dir`."""
     if args.data_dir is not None:
         yield Stack(load_settings().model_copy(update={"data_dir": args.data_dir}))
         return

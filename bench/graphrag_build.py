@@ -49,7 +49,7 @@ def files_of(folder: Path) -> list[Path]:
 def ingest(data_dir: Path, folder: Path) -> list[str]:
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from graphs.documents import DocumentService
+    from services.documents import DocumentService
     from librarian.settings import load_settings
     from librarian.stack import Stack
 
@@ -65,7 +65,7 @@ def ingest(data_dir: Path, folder: Path) -> list[str]:
 
 def build_function(data_dir: Path, *, with_floor: bool = False) -> dict:
     """One build in this process (what the child runs); returns the report plus measurements."""
-    from graphs.graph_cli import graph_build
+    from librarian_cli.graph import graph_build
     from librarian.settings import load_settings
     from librarian.stack import Stack
 
@@ -97,8 +97,8 @@ def warm_function(data_dir: Path, changed: Path) -> dict:
     """
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from graphs.documents import DocumentService
-    from graphs.graph_cli import graph_build
+    from services.documents import DocumentService
+    from librarian_cli.graph import graph_build
     from librarian.settings import load_settings
     from librarian.stack import Stack
 

@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
-from graphs.documents import DocumentService, DocumentStatus  # noqa: E402
+from services.documents import DocumentService, DocumentStatus  # noqa: E402
 from librarian.checkpoint import sync_checkpointer  # noqa: E402
 from librarian.parsing.cache import ParseCache  # noqa: E402
 from librarian.settings import load_settings  # noqa: E402

@@ -1,4 +1,4 @@
-"""Search latency of the product path (`tools.retrieval.retrieve`), cold and warm, next to the numpy floor.
+"""Search latency of the product path (`librarian.retrieval.search.retrieve`), cold and warm, next to the numpy floor.
 
     python bench/query.py [--sizes 5000] [--others 20] [--queries 100] [--reranker none local]
 
@@ -32,8 +32,8 @@ from index_latency import ALPHA, TOP_K, NumpyFloor
 
 from librarian.settings import load_settings
 from librarian.stack import Stack
-from tools.rerankers import make_reranker
-from tools.retrieval import SearchOptions, embed_query, rank, retrieve
+from librarian.retrieval.rerankers import make_reranker
+from librarian.retrieval.search import SearchOptions, embed_query, rank, retrieve
 
 SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact-dev"
 BATCH = 2_000

@@ -115,7 +115,7 @@ def inprocess(docs: list[tuple[str, bytes]], m: int, jobs: int) -> tuple[float, 
     from langgraph.checkpoint.memory import InMemorySaver
 
     from graphs.agent import build_agent
-    from graphs.documents import DocumentService
+    from services.documents import DocumentService
     from librarian.settings import Settings
     from librarian.stack import Stack
 

@@ -1,11 +1,11 @@
-"""How well the offline support scorer (`tools/support.py`) tells backed sentences from unbacked ones.
+"""How well the offline support scorer (`librarian/answers/support.py`) tells backed sentences from unbacked ones.
 
 Data: SciFact's sentence-level rationales (`../shared/data/scifact-dev/rationales/`). For every claim
 with evidence, each sentence of each cited abstract is a pair: a rationale sentence backs the claim
 (label 1), any other sentence of the same abstract does not (label 0). Same-abstract negatives are
 on topic, so this measures support, not topicality.
 
-Everything trained (the attention model of `tools/support_head.py`, its threshold) is reported out of
+Everything trained (the attention model of `librarian/answers/support_head.py`, its threshold) is reported out of
 sample, twice: 5-fold cross-validation grouped by claim (no claim in both its training and its test
 fold), and grouped by abstract (claims that cite a common abstract share a fold). The second is the
 honest one: SciFact has claims that restate or negate each other over the same abstract, so by-claim
@@ -42,8 +42,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tools.support import FEATURES, PairInputs, SupportScorer
-from tools.support_head import WEIGHTS_FILE
+from librarian.answers.support import FEATURES, PairInputs, SupportScorer
+from librarian.answers.support_head import WEIGHTS_FILE
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact-dev" / "rationales"
 
@@ -111,8 +111,8 @@ def answer_floor(folder: Path, floor: float) -> None:
     the question and any sentence, as the answerer computes it. The floor is set by hand, not fitted."""
     from sklearn.metrics import roc_auc_score
 
-    from tools.citations import split_sentences
-    from tools.support import bundled_embedder
+    from librarian.answers.citations import split_sentences
+    from librarian.answers.support import bundled_embedder
 
     paragraphs = {}
     for line in (folder / "corpus.jsonl").open():
@@ -244,7 +244,7 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help=f"train on all pairs and write {WEIGHTS_FILE}")
     args = parser.parse_args()
     if args.floor is not None:
-        from graphs.extractive import ANSWER_FLOOR
+        from librarian.answers.extractive import ANSWER_FLOOR
 
         answer_floor(args.floor, ANSWER_FLOOR)
         return

@@ -1,4 +1,4 @@
-"""Training of the support scorer's attention model (`tools/support_head.py`), in torch.
+"""Training of the support scorer's attention model (`librarian/answers/support_head.py`), in torch.
 
 The torch module mirrors `SupportHead`'s numpy forward layer for layer; `export` copies its weights
 into a `SupportHead`, and every figure `bench/support_scorer.py` prints is computed by that numpy
@@ -20,8 +20,8 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GroupKFold
 from torch import nn
 
-from tools.support import FEATURES, PairInputs, SupportScorer
-from tools.support_head import SupportHead
+from librarian.answers.support import FEATURES, PairInputs, SupportScorer
+from librarian.answers.support_head import SupportHead
 
 DIMENSION = 384
 

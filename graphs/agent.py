@@ -11,18 +11,16 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain.agents import create_agent
-from langchain.agents.middleware import before_model
 from langchain_core.language_models import BaseChatModel
 
+from graphs.agent_middleware import VerifyCitations, renumber_citations
 from graphs.agent_state import LibrarianAgentState
-from graphs.citations import VerifyCitations
 from graphs.context import LibrarianContext
 from graphs.extractive import build_extractive_agent
-from librarian.settings import Settings
+from librarian.chat_model import chat_model_from_settings
 from librarian.stack import Stack, get_stack
-from tools.graph_tools import RENDERERS as GRAPH_RENDERERS
 from tools.graph_tools import make_graph_tools
-from tools.search import make_search_tool, renumber_search_results
+from tools.search import make_search_tool
 
 SYSTEM_PROMPT = """You answer questions from this organization's documents.
 
@@ -42,25 +40,6 @@ GRAPH_TOOLS_PROMPT = """
   | relations, local facts, source support for a named entity; multi-hop questions | `graph_local_search` |
   | cross-topic overview, main themes, trends, how something changes, synthesis | `graph_global_search` |
   If a graph tool says there is no knowledge graph, use `search_documents`."""
-
-
-def chat_model_from_settings(settings: Settings) -> BaseChatModel | None:
-    """`init_chat_model` from LIBRARIAN_CHAT_MODEL (e.g. `openai:gpt-4.1-mini`), or None offline."""
-    if not settings.chat_model:
-        return None
-    from langchain.chat_models import init_chat_model
-
-    kwargs: dict[str, Any] = {}
-    if settings.chat_base_url:
-        kwargs["base_url"] = settings.chat_base_url
-    return init_chat_model(settings.chat_model, **kwargs)
-
-
-@before_model(state_schema=LibrarianAgentState, name="renumber_citations")
-def renumber_citations(state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
-    """Give parallel searches' excerpts their final `[n]` before the model cites them."""
-    fixed = renumber_search_results(state.get("messages", []), state.get("sources") or [], GRAPH_RENDERERS)
-    return {"messages": fixed} if fixed else None
 
 
 def build_agent(

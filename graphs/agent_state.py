@@ -2,7 +2,7 @@
 
 `sources[n-1]` is what an answer's `[n]` marker cites, so a client can render page and bbox.
 `citations` checks the final answer against them: one record per sentence, with the supporting
-span's character offsets into the cited source's `text` (`tools.citations.Citation`).
+span's character offsets into the cited source's `text` (`librarian.answers.citations.Citation`).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Annotated, NotRequired
 
 from langchain.agents import AgentState
 
-from tools.citations import Citation
-from tools.retrieval import Source
-from tools.search import merge_sources
+from librarian.answers.citations import Citation
+from librarian.answers.numbering import merge_sources
+from librarian.retrieval.search import Source
 
 
 class LibrarianAgentState(AgentState):

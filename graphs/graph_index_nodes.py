@@ -132,7 +132,7 @@ class GraphIndexNodes:
         from langgraph.runtime import get_runtime
 
         from graphs.context import LibrarianContext
-        from graphs.graph_index_runs import wait_for_ingests
+        from services.graph_index_runs import wait_for_ingests
 
         org = organization_of(config, get_runtime(LibrarianContext))
         if not await wait_for_ingests(org):

@@ -6,7 +6,7 @@
                                                           (no chunks / skipped) ───────► finalize
 
 `graph` (module level) is what `langgraph.json` serves: the server supplies the checkpointer, and
-parse and embed run in the server's low-priority ingest worker (`graphs/ingest_worker.py`). Plain
+parse and embed run in the server's low-priority ingest worker (`librarian/runs/ingest_worker.py`). Plain
 Python builds its own with `build_ingest_graph(checkpointer=...)`, which parses and embeds inline.
 """
 
@@ -18,9 +18,9 @@ from langgraph.types import Checkpointer, RetryPolicy
 from graphs.context import LibrarianContext
 from graphs.ingest_nodes import IngestNodes, StackSupplier
 from graphs.ingest_state import IngestInput, IngestOutput, IngestState
-from graphs.ingest_worker import IngestOffload, server_offload
-from graphs.threads import thread_id
 from librarian.errors import TransientProviderError
+from librarian.runs.ingest_worker import IngestOffload, server_offload
+from librarian.runs.threads import thread_id
 from librarian.stack import get_stack
 
 # The default policy skips OSError/RuntimeError/ValueError, so name exactly what is worth retrying:

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, Overwrite, Send
 
-from graphs.cancellation import path_fence, raise_if_cancelled
 from graphs.context import organization_of
 from graphs.ingest_state import ChunkRecord, IngestState, UpsertJob
 from librarian.errors import DocumentError, InvalidPathError
@@ -29,10 +28,11 @@ from librarian.parsing import media
 from librarian.parsing.cache import ParseCache, content_hash
 from librarian.parsing.media import guess_media_type
 from librarian.parsing.types import Chunk, ParseResult
+from librarian.runs.cancellation import path_fence, raise_if_cancelled
 from librarian.stack import Stack
 
 if TYPE_CHECKING:
-    from graphs.ingest_worker import IngestOffload
+    from librarian.runs.ingest_worker import IngestOffload
 
 StackSupplier = Callable[[], Stack]
 SLIDE_NAME = re.compile(r"ppt/slides/slide\d+\.xml")

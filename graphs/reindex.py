@@ -2,7 +2,7 @@
 
 Used after a change of embedding model (a new index with a new contract) or to repair an index. It
 runs on the document's own thread, so the document's status stays "the latest run of its thread",
-and it reuses the ingest graph's nodes from `map_chunks` on. `graphs/reindex_migrate.py` runs it
+and it reuses the ingest graph's nodes from `map_chunks` on. `services/reindex_migrate.py` runs it
 against a new index to convert one built under another embedding contract (`reindex --migrate`).
 """
 
@@ -18,10 +18,10 @@ from graphs.context import LibrarianContext, organization_of
 from graphs.ingest import UPSERT_WORKERS, add_ingest_nodes
 from graphs.ingest_nodes import IngestNodes, StackSupplier, run_reset
 from graphs.ingest_state import IngestInput, IngestOutput, IngestState
-from graphs.ingest_worker import IngestOffload, server_offload
 from librarian.files.paths import filename_of, validate_document_path
 from librarian.parsing.cache import ParseCache, content_hash
 from librarian.parsing.media import guess_media_type
+from librarian.runs.ingest_worker import IngestOffload, server_offload
 from librarian.stack import get_stack
 
 

@@ -1,18 +1,15 @@
-"""The agent's graph tools, `graph_local_search` and `graph_global_search`, and the runs behind them.
+"""The agent's graph tools, `graph_local_search` and `graph_global_search`, thin over
+`librarian.graph.query.runs`.
 
 Like `search_documents`, the model sees only the question (and, for global, an optional community
 level): the organization comes from trusted run configuration through the injected `ToolRuntime`
 (`librarian.tenancy.resolve_organization`), never from an argument. Both tools are coroutines, so
 cancelling the run (server) or the task (notebook) cancels the retrieval: no further stage, model
 call or map worker starts.
-
-With a chat model configured (LIBRARIAN_CHAT_MODEL) query parsing, the community filter and the
-global map/reduce use it; without one the offline paths run (rules, no filter, `OfflineMapper`).
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -23,24 +20,13 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
+from librarian.answers.numbering import Renderer, number_sources
+from librarian.graph.query.global_search import GlobalOptions
+from librarian.graph.query.runs import NO_GRAPH, chat_model, run_global, run_local
+from librarian.retrieval.excerpts import numbered_excerpts
+from librarian.retrieval.search import Source
 from librarian.stack import Stack, get_stack
-from librarian.tenancy import organization_of, validate_organization_id
-from tools.graph_global import (
-    GlobalOptions,
-    LLMMapper,
-    OfflineMapper,
-    cited_chunks,
-    global_search,
-    live_inputs,
-    llm_reducer,
-    load_communities,
-    offline_reducer,
-    provenance_probes,
-)
-from tools.graph_live import Liveness
-from tools.graph_local import LocalOptions, chunk_source, local_search
-from tools.retrieval import Source
-from tools.search import Renderer, number_sources
+from librarian.tenancy import organization_of
 
 LOCAL_DESCRIPTION = (
     "Search this organization's knowledge graph around the people, places, organisations or things a "
@@ -52,107 +38,6 @@ GLOBAL_DESCRIPTION = (
     "community summaries: main themes, overviews, trends, how something changes across the corpus. "
     "Returns a synthesised answer with numbered sources; cite them as [n]."
 )
-NO_GRAPH = (
-    "This organization has no knowledge graph yet (run `librarian graph build`); "
-    "use search_documents instead."
-)
-
-
-def chat_model(stack: Stack) -> Any | None:
-    """The configured chat model for parsing, filtering and map/reduce; None offline."""
-    from graphs.agent import chat_model_from_settings  # lazy: graphs.agent imports this module
-
-    return chat_model_from_settings(stack.settings)
-
-
-def make_reranker(stack: Stack) -> Any:
-    from tools.rerankers import make_reranker as make
-
-    return make(stack)
-
-
-async def run_local(
-    stack: Stack,
-    organization_id: str,
-    question: str,
-    *,
-    model: Any | None = None,
-    options: LocalOptions | None = None,
-    should_stop: Callable[[], bool] | None = None,
-) -> dict[str, Any]:
-    return dict(
-        await local_search(
-            stack,
-            organization_id,
-            question,
-            options,
-            model=model,
-            reranker=await asyncio.to_thread(make_reranker, stack),
-            should_stop=should_stop,
-        )
-    )
-
-
-async def run_global(
-    stack: Stack,
-    organization_id: str,
-    question: str,
-    *,
-    model: Any | None = None,
-    options: GlobalOptions | None = None,
-    should_stop: Callable[[], bool] | None = None,
-) -> dict[str, Any]:
-    """Global search in the organization's published graph; sources are the cited chunks."""
-    org = validate_organization_id(organization_id)
-    options = options or GlobalOptions()
-    graph = await asyncio.to_thread(lambda: stack.graph_store.scope(org))  # may open files: off the loop
-    published = await asyncio.to_thread(graph.published_version)
-    if published is None:
-        return {"status": "no_graph", "answer": NO_GRAPH, "sources": [], "communities": [], "batches": []}
-    version = published.version
-    inputs = await asyncio.to_thread(load_communities, graph, published, options.level)
-    # Only what the index still holds (`tools.graph_live`): one probe per document the communities
-    # draw on; then the cited chunks themselves, so a citation never points at a deleted document.
-    liveness = await asyncio.to_thread(Liveness.of, stack, org, graph, version)
-    inputs = live_inputs(inputs, await asyncio.to_thread(liveness.paths, provenance_probes(inputs)))
-    if model is None:
-        dense = await asyncio.to_thread(lambda: stack.dense)  # loading the model reads files
-        mapper: Any = OfflineMapper(dense.embed_query, dense.embed_documents)
-        reducer = offline_reducer()
-    else:
-        mapper, reducer = LLMMapper(model), llm_reducer(model)
-    result = await global_search(question, inputs, mapper, reducer, options, should_stop=should_stop)
-    pairs = cited_chunks(result, inputs)
-    cited = await asyncio.to_thread(liveness.chunks, [c for _, c in pairs])
-    pairs = [(community_id, chunk_id) for community_id, chunk_id in pairs if chunk_id in cited]
-    chunks = await asyncio.to_thread(graph.chunks, [c for _, c in pairs], version=version)
-    by_id = {c.chunk_id: c for c in chunks}
-    sources: list[Source] = []
-    community_of: dict[str, list[str]] = {}
-    for community_id, chunk_id in pairs:
-        if chunk_id in by_id and chunk_id not in community_of:
-            sources.append(chunk_source(by_id[chunk_id], 0.0))
-        if chunk_id in by_id:
-            community_of.setdefault(chunk_id, []).append(community_id)
-    return {
-        "status": result.status,
-        "answer": result.answer,
-        "version": version,
-        "level": result.level,
-        "failedMapBatches": result.failed_batches,
-        "communities": result.communities,
-        "citedCommunities": result.cited_communities,
-        "selectedMapAnswers": [
-            {"answer": a.answer, "usefulness": a.usefulness, "communityIds": a.community_ids}
-            for a in result.selected
-        ],
-        "batches": [{"communityIds": b.community_ids, "tokens": b.tokens} for b in result.batches],
-        "mapBudget": options.map_budget - options.map_reserve,
-        "sources": sources,
-        "sourceCommunities": community_of,
-    }
-
-
 # ------------------------------------------------------------------------------------------- tools
 
 
@@ -170,7 +55,7 @@ class GraphGlobalArgs(BaseModel):
 
 
 def _render(numbered: list[tuple[int, Source]], head: str) -> str:
-    body = "\n\n".join(f"[{n}] {s['filename']}, page {s['page']}:\n{s['text']}" for n, s in numbered)
+    body = numbered_excerpts(numbered)
     return f"{head}\n\n{body}" if body else head
 
 

@@ -12,7 +12,7 @@ organization in `configurable`), it returns `{relevantContext, sources}` itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from langchain.tools import ToolRuntime
@@ -22,10 +22,11 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
+from librarian.answers.numbering import number_sources, render
+from librarian.retrieval.reranker import Reranker
+from librarian.retrieval.search import SearchOptions, SearchResult, search
 from librarian.stack import Stack, get_stack
 from librarian.tenancy import organization_of
-from tools.rerank_base import Reranker
-from tools.retrieval import SearchOptions, SearchResult, Source, search
 
 DESCRIPTION = (
     "Search this organization's uploaded documents for excerpts relevant to a question. "
@@ -43,71 +44,6 @@ class SearchDocumentsArgs(BaseModel):
     )
 
 
-def merge_sources(existing: list[Source] | None, new: list[Source] | None) -> list[Source]:
-    """Reducer for the agent's `sources`: append unseen ids, keep first-seen numbering."""
-    merged = list(existing or [])
-    seen = {s["id"] for s in merged}
-    for source in new or []:
-        if source["id"] not in seen:
-            merged.append(source)
-            seen.add(source["id"])
-    return merged
-
-
-def number_sources(known: list[Source], found: list[Source]) -> list[tuple[int, Source]]:
-    """Citation numbers for `found`, reusing the number of a source already cited earlier."""
-    numbers = {s["id"]: i for i, s in enumerate(known, start=1)}
-    next_number = len(known) + 1
-    numbered = []
-    for source in found:
-        if source["id"] not in numbers:
-            numbers[source["id"]] = next_number
-            next_number += 1
-        numbered.append((numbers[source["id"]], source))
-    return numbered
-
-
-def render(numbered: list[tuple[int, Source]]) -> str:
-    if not numbered:
-        return "No relevant excerpts were found in this organization's documents."
-    return "\n\n".join(f"[{n}] {s['filename']}, page {s['page']}:\n{s['text']}" for n, s in numbered)
-
-
-# Renders a tool's message from its artifact (a dict with `sources`) and the numbered sources.
-Renderer = Callable[[dict[str, Any], list[tuple[int, Source]]], str]
-
-
-def renumber_search_results(
-    messages: list[Any], sources: list[Source], renderers: Mapping[str, Renderer] | None = None
-) -> list[ToolMessage]:
-    """The trailing search results re-rendered with their numbers in `sources`, where they differ.
-
-    Each call numbers its excerpts from the state it was given, so calls the model makes in
-    parallel all start after the same number and would give different excerpts the same `[n]`.
-    Once their sources are merged (in call order), the final numbering is known; the agent runs
-    this before the model reads the results (`graphs.agent`). `renderers` adds other citing tools
-    by name (the graph tools: `tools.graph_tools.RENDERERS`); `search_documents` is always one.
-    """
-    by_name: dict[str, Renderer] = {"search_documents": lambda _artifact, numbered: render(numbered)}
-    by_name.update(renderers or {})
-    numbers = {s["id"]: n for n, s in enumerate(sources, start=1)}
-    fixed: list[ToolMessage] = []
-    for message in reversed(messages):
-        if not isinstance(message, ToolMessage):
-            break
-        artifact = message.artifact
-        renderer = by_name.get(message.name or "")
-        if renderer is None or not isinstance(artifact, dict):
-            continue
-        found = artifact.get("sources") or []
-        if not all(s["id"] in numbers for s in found):
-            continue  # not merged yet: nothing reliable to renumber against
-        content = renderer(artifact, [(numbers[s["id"]], s) for s in found])
-        if content != message.content:
-            fixed.append(message.model_copy(update={"content": content}))
-    return fixed[::-1]
-
-
 def make_search_tool(
     stack: Callable[[], Stack] = get_stack,
     reranker: Callable[[Stack], Reranker | None] | None = None,
@@ -117,7 +53,7 @@ def make_search_tool(
     def _reranker(current: Stack) -> Reranker | None:
         if reranker is not None:
             return reranker(current)
-        from tools.rerankers import make_reranker
+        from librarian.retrieval.rerankers import make_reranker
 
         return make_reranker(current)
 

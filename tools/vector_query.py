@@ -12,7 +12,7 @@ given as an object or `{"scorer" | "model", "options": {"weights", "top_k"}}`, p
 per-run overrides (Mastra's request context) under `vector_query` in the run's context or
 `configurable`. It returns `{relevantContext, sources}` with Mastra's `QueryResult` shape.
 
-Retrieval itself is `tools.retrieval.retrieve`, the pipeline `search_documents` runs: for the same
+Retrieval itself is `librarian.retrieval.search.retrieve`, the pipeline `search_documents` runs: for the same
 query and settings both tools return the same sources (tests/integration/test_retrieval_core.py).
 """
 
@@ -34,8 +34,8 @@ from librarian.index.contract import check_contract
 from librarian.index.filters import InvalidFilterError
 from librarian.stack import Stack, get_stack
 from librarian.tenancy import organization_of
-from tools.rerank_base import Reranked, Reranker
-from tools.retrieval import QueryChannels, SearchOptions, retrieve
+from librarian.retrieval.reranker import Reranked, Reranker
+from librarian.retrieval.search import QueryChannels, SearchOptions, retrieve
 from tools.vector_query_options import (
     QuerySettings,
     StoreOptions,

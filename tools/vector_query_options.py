@@ -19,7 +19,7 @@ from librarian.embeddings.base import SparseVector
 from librarian.errors import TenantError
 from librarian.index.base import VectorIndex
 from librarian.index.filters import LOGICAL_OPS, InvalidFilterError, validate_filter
-from tools.rerank_base import Reranker
+from librarian.retrieval.reranker import Reranker
 
 OVERRIDES_KEY = "vector_query"
 
@@ -230,7 +230,7 @@ def build_reranker(config: Reranker | Mapping[str, Any] | None) -> tuple[Reranke
         if not callable(getattr(config, "rerank", None)):
             raise TypeError("reranker must be a Reranker or a {'scorer'|'model', 'options'} mapping")
         return config, None
-    from tools.rerankers import WeightedReranker
+    from librarian.retrieval.rerankers import WeightedReranker
 
     unknown = set(config) - {"scorer", "model", "options"}
     if unknown:
@@ -245,7 +245,7 @@ def build_reranker(config: Reranker | Mapping[str, Any] | None) -> tuple[Reranke
         model = config.get("model")
         if model is None:
             raise ValueError("a reranker config needs a 'scorer' or a chat 'model'")
-        from tools.scorers import LLMRelevanceScorer
+        from librarian.retrieval.scorers import LLMRelevanceScorer
 
         if isinstance(model, str):
             from langchain.chat_models import init_chat_model

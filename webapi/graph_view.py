@@ -104,7 +104,7 @@ async def local_answer(org: str, query: Mapping[str, str]) -> dict[str, Any]:
     """`run_local` for the caller's organization, shaped for the page: every evidence item carries
     the 1-based number of its source, so the page links it to the same viewer as a chat citation,
     and the matched entities come with their neighbourhood so the page can draw them."""
-    from tools.graph_tools import chat_model, run_local  # lazy: the agent's tools load models
+    from librarian.graph.query.runs import chat_model, run_local  # lazy: the agent's tools load models
 
     question = _question(query)
     stack = await asyncio.to_thread(get_stack)  # first use opens stores: off the event loop

@@ -16,6 +16,6 @@ def stack(settings):
 def service(stack):
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from graphs.documents import DocumentService
+    from services.documents import DocumentService
 
     return DocumentService(stack, InMemorySaver())

@@ -19,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-from graphs.documents import DocumentNotFoundError, DocumentService
+from services.documents import DocumentNotFoundError, DocumentService
 from librarian.checkpoint import sync_checkpointer
 from librarian.settings import load_settings
 from librarian.stack import Stack

@@ -21,7 +21,7 @@ from langgraph.prebuilt import ToolNode
 
 from graphs.agent_state import LibrarianAgentState
 from graphs.context import LibrarianContext
-from graphs.documents import DocumentService
+from services.documents import DocumentService
 from librarian.settings import Settings, load_settings
 from librarian.stack import Stack
 

@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_openai import ChatOpenAI
 
 from graphs.agent import build_agent
-from graphs.extractive import EXTRACTIVE_NOTICE, NOTHING_FOUND
+from librarian.answers.extractive import EXTRACTIVE_NOTICE, NOTHING_FOUND
 from librarian.errors import TenantError
 from librarian.stack import Stack
 from tests.integration.tenant_corpus import (

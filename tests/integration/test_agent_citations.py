@@ -15,12 +15,12 @@ from langchain_core.messages import AIMessageChunk, HumanMessage
 from langchain_openai import ChatOpenAI
 
 from graphs.agent import build_agent
-from graphs.documents import DocumentService
-from graphs.extractive import EXTRACTIVE_NOTICE, NOT_ANSWERED
+from services.documents import DocumentService
+from librarian.answers.extractive import EXTRACTIVE_NOTICE, NOT_ANSWERED
 from librarian.stack import Stack
 from tests.integration.tenant_corpus import clean_settings
 from tests.wire.openai_server import TEST_API_KEY, TextReply, ToolCallReply
-from tools.citations import UNSUPPORTED_MARK
+from librarian.answers.citations import UNSUPPORTED_MARK
 
 ORG = "citeco"
 GARAGE = "Visitors park in the north garage, whose gate code changes every Monday morning."

@@ -1,6 +1,6 @@
 """The document operations in plain Python: one outcome per case, limits per document, cancellation.
 
-These are the outcomes the CLI and the server share (`graphs.documents.DocumentOps`): a path that
+These are the outcomes the CLI and the server share (`services.documents.DocumentOps`): a path that
 never existed is `DocumentNotFoundError`, a deleted document reads `deleted`, a document over a limit
 ends `skipped` naming the limit, and a cancelled or replaced ingest leaves nothing in the index.
 """
@@ -13,8 +13,8 @@ import time
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graphs import cancellation
-from graphs.documents import DocumentNotFoundError, DocumentService, NoActiveIngestError
+from librarian.runs import cancellation
+from services.documents import DocumentNotFoundError, DocumentService, NoActiveIngestError
 from librarian.stack import Stack
 
 ORG = "svc-org"

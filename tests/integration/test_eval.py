@@ -16,8 +16,8 @@ from librarian.evaluation.metrics import exact_match, kfold, mrr_at, ndcg_at, re
 from librarian.evaluation.report import to_html, to_text
 from librarian_cli import main as librarian_main
 from tests.integration.tenant_corpus import clean_settings
-from tools.eval_cli import main
-from tools.evaluation import evaluate_retrieval, ingested
+from librarian_cli.eval import main
+from evals.runner import evaluate_retrieval, ingested
 
 DOCS = {
     "d1": ("Refunds", "Acme pays every refund within 14 days of the request, back to the original card."),

@@ -9,8 +9,8 @@ import pytest
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graphs.documents import DocumentService
-from graphs.graph_index_service import GraphIndexService
+from services.documents import DocumentService
+from services.graph_index_service import GraphIndexService
 from librarian.graph.extract import extractor_key, get_extractor, local_extractor
 from librarian.graph.extract.llm import LLMExtractor, llm_cache_key
 from librarian.graph.extract.local import MODEL_VERSION, local_cache_key, verify_model

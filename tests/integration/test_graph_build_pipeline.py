@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graphs.documents import DocumentService
-from graphs.graph_index_service import GraphIndexService
+from services.documents import DocumentService
+from services.graph_index_service import GraphIndexService
 from librarian.graph.model import Provenance
 
 CAROL_A = b"Bob Cratchit carries Tiny Tim home from the church. Tiny Tim blesses Bob Cratchit."

@@ -20,8 +20,8 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graphs.documents import DocumentService
-from graphs.graph_cli import graph_status, stale_documents
+from services.documents import DocumentService
+from librarian_cli.graph import graph_status, stale_documents
 from graphs.graph_index_nodes import index_chunks, indexed_documents
 from librarian.graph.model import (
     ChunkRef,
@@ -35,8 +35,8 @@ from librarian.graph.model import (
 )
 from librarian.stack import Stack
 from tests.wire.openai_server import TEST_API_KEY, OpenAIWireServer, TextReply, ToolCallReply
-from tools.graph_global import GlobalOptions
-from tools.graph_tools import run_global, run_local
+from librarian.graph.query.global_search import GlobalOptions
+from librarian.graph.query.runs import run_global, run_local
 
 pytest_plugins = ["tests.wire.fixtures"]
 
@@ -122,7 +122,7 @@ def publish_over_index(stack: Stack) -> dict[str, ChunkRef]:
     ]
     names = stack.dense.embed_documents([e.display_name for e in entities])
     embeddings = {e.name: unit(v) for e, v in zip(entities, names, strict=True)}
-    # Written like `librarian.graph.testing.publish_graph`, but with the documents' real content
+    # Written like `tests.graph_fixtures.publish_graph`, but with the documents' real content
     # hashes (that helper records `hash-{path}`), as a build records them.
     graph = stack.graph_store.scope(ORG)
     digests = {d["path"]: d["contentHash"] for d in documents}

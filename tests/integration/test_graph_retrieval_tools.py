@@ -96,7 +96,7 @@ async def test_agent_graph_tools_stay_in_the_callers_organization(
 
 
 async def test_ask_modes_offline(stack: Stack) -> None:
-    from graphs.graph_modes import answer_with_mode
+    from services.ask import answer_with_mode
 
     overview = await answer_with_mode(stack, "org-a", "What are the main themes of the story?", "auto")
     assert overview["mode"] == "global" and overview["chosenBy"] == "auto"
@@ -110,7 +110,7 @@ async def test_ask_modes_offline(stack: Stack) -> None:
 
 
 async def test_auto_falls_back_to_search_without_a_graph(stack: Stack) -> None:
-    from graphs.graph_modes import answer_with_mode
+    from services.ask import answer_with_mode
 
     result = await answer_with_mode(stack, "org-c", "Who employs Bob Cratchit?", "auto")
     assert result["mode"] == "search" and result["chosenBy"] == "auto (no knowledge graph yet)"

@@ -22,13 +22,13 @@ from typing import Any
 
 import pytest
 
-from librarian.graph.testing import CHUNKS, axis, fixture_graph, publish_graph
+from tests.graph_fixtures import CHUNKS, axis, fixture_graph, publish_graph
 from librarian.stack import Stack
 from tests.graph_vectors import index_graph_chunks
 from tests.integration.server_fixtures import DevServer, bearer, running_server, token
 from tests.integration.tenant_corpus import clean_settings
 from tests.wire.openai_server import TEST_API_KEY, OpenAIWireServer, TextReply, ToolCallReply
-from tools.graph_global import (
+from librarian.graph.query.global_search import (
     MAP_CONCURRENCY,
     MAP_PROMPT,
     REDUCE_PROMPT,

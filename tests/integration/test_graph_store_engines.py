@@ -1,6 +1,6 @@
 """The graph store contract, run on both engines: SQLite (embedded) and the real PostgreSQL server.
 
-Expectations are computed by hand from the fixture graph in `librarian.graph.testing` (its docstring
+Expectations are computed by hand from the fixture graph in `tests.graph_fixtures` (its docstring
 draws it). PostgreSQL tests fail, not skip, when the server is unreachable under CI.
 """
 
@@ -13,7 +13,7 @@ import pytest
 
 from librarian.errors import TenantError
 from librarian.graph.model import ChunkRef, Claim, Community, DocumentRef, Edge, Entity, Provenance, claim_id
-from librarian.graph.testing import PATH_A, PATH_B, axis, build_fixture_graph
+from tests.graph_fixtures import PATH_A, PATH_B, axis, build_fixture_graph
 from tests.conftest import POSTGRES_URL, require_postgres
 
 

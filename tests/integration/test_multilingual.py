@@ -11,11 +11,11 @@ from __future__ import annotations
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graphs.documents import DocumentService
+from services.documents import DocumentService
 from librarian.stack import Stack
 from tests.conftest import SHARED_DIR
 from tests.integration.tenant_corpus import clean_settings
-from tools.retrieval import SearchOptions, search
+from librarian.retrieval.search import SearchOptions, search
 
 SEEDS = SHARED_DIR / "seeds"
 ORG = "polyglot"

@@ -1,6 +1,6 @@
 """One retrieval core: every read path gets the same sources, and per-stack objects are built once.
 
-`search_documents`, the vector query tool and the CLI all go through `tools.retrieval.retrieve`; if
+`search_documents`, the vector query tool and the CLI all go through `librarian.retrieval.search.retrieve`; if
 one of them embedded, queried, reranked or floored differently, the same question would cite
 different excerpts depending on which tool the agent picked.
 """
@@ -11,9 +11,9 @@ import pytest
 
 from librarian.stack import Stack
 from tests.integration.tenant_corpus import ACME, GLOBEX, QUESTION, build_corpus, clean_settings
-from tools import local_rerank
-from tools.rerankers import NoReranker, make_reranker
-from tools.retrieval import SearchOptions, search
+from librarian.retrieval import local_rerank
+from librarian.retrieval.rerankers import NoReranker, make_reranker
+from librarian.retrieval.search import SearchOptions, search
 from tools.search import make_search_tool
 from tools.vector_query import create_vector_query_tool
 

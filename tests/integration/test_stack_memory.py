@@ -12,7 +12,7 @@ import weakref
 
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graphs.documents import DocumentService
+from services.documents import DocumentService
 from librarian.settings import load_settings
 from librarian.stack import get_stack
 

@@ -33,7 +33,7 @@ from tests.integration.tenant_corpus import (
     leaks_into,
 )
 from tests.wire.openai_server import TEST_API_KEY, TextReply
-from tools.rerankers import NoReranker
+from librarian.retrieval.rerankers import NoReranker
 from tools.vector_query import TenantFilterError, VectorStoreRequest, create_vector_query_tool
 
 

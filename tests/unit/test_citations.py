@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools.citations import (
+from librarian.answers.citations import (
     ALL_DROPPED,
     UNSUPPORTED_MARK,
     apply_policy,
@@ -12,7 +12,7 @@ from tools.citations import (
     split_sentences,
     verify_answer,
 )
-from tools.retrieval import Source
+from librarian.retrieval.search import Source
 
 SOURCE_TEXT = (
     "# Refund policy\n\nAcme pays every refund within 14 days of the request, back to the original card. "

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-from graphs.extractive import EXTRACTIVE_NOTICE, Quote, abstain, choose_quotes, compose
-from tools.quotes import QuoteUnit, clean_quote, near_identical, quote_units
-from tools.retrieval import Source
+from librarian.answers.extractive import EXTRACTIVE_NOTICE, Quote, abstain, choose_quotes, compose
+from librarian.answers.quotes import QuoteUnit, clean_quote, near_identical, quote_units
+from librarian.retrieval.search import Source
 
 WIKI = (
     "The mallard is a dabbling duck[[45]](#cite_note-45) that breeds throughout the temperate "

@@ -11,7 +11,7 @@ import asyncio
 import pytest
 
 from librarian.graph.tokens import count_tokens
-from tools.graph_global import (
+from librarian.graph.query.global_search import (
     NO_RESULTS_ANSWER,
     ClaimText,
     CommunityInput,
@@ -230,8 +230,8 @@ async def test_offline_map_and_reduce_quote_and_cite_communities() -> None:
 
 
 def test_citations_map_to_the_quoted_claims_chunk_or_the_communitys_first_claims() -> None:
-    from graphs.graph_modes import cite_communities
-    from tools.graph_global import GlobalResult, Quote, cited_chunks
+    from librarian.answers.modes import cite_communities
+    from librarian.graph.query.global_search import GlobalResult, Quote, cited_chunks
 
     inputs = [
         CommunityInput(

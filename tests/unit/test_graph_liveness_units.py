@@ -1,12 +1,12 @@
 """The pure parts of graph liveness: which communities global search may read and what they cite.
 
-The index side (`tools.graph_live.Liveness`) runs against real documents in
+The index side (`librarian.graph.query.liveness.Liveness`) runs against real documents in
 `tests/integration/test_graph_liveness.py`; here the decisions taken from its answer are checked by hand.
 """
 
 from __future__ import annotations
 
-from tools.graph_global import (
+from librarian.graph.query.global_search import (
     ClaimText,
     CommunityInput,
     GlobalResult,

@@ -18,7 +18,7 @@ from librarian.graph.json_repair import (
     validate_selected_communities,
 )
 from librarian.graph.tokens import count_tokens, split_tokens, truncate_tokens
-from tools.graph_match import (
+from librarian.graph.query.match import (
     EntityRef,
     match_alias,
     match_entities,
@@ -28,7 +28,7 @@ from tools.graph_match import (
     token_jaccard,
     tokens,
 )
-from tools.graph_rrf import RRF_K, rrf_fuse, rrf_scores
+from librarian.graph.query.fusion import RRF_K, rrf_fuse, rrf_scores
 
 # ------------------------------------------------------------------------------------------- RRF
 

@@ -13,10 +13,10 @@ import pytest
 
 from librarian.errors import ContractMismatchError, TenantError
 from librarian.graph.model import Community, Edge
-from librarian.graph.testing import axis
+from tests.graph_fixtures import axis
 from librarian.stack import Stack
 from tests.graph_vectors import two_org_fixture_stack
-from tools.graph_local import (
+from librarian.graph.query.local_search import (
     LocalOptions,
     bridge_entities,
     climb_to_level,
@@ -27,8 +27,8 @@ from tools.graph_local import (
     rank_communities,
     topology_candidates,
 )
-from tools.graph_match import MatchedEntity
-from tools.graph_query import ParsedQuery
+from librarian.graph.query.match import MatchedEntity
+from librarian.graph.query.parse import ParsedQuery
 
 
 @pytest.fixture
@@ -164,7 +164,7 @@ async def test_query_vectors_of_another_model_are_refused(stack: Stack) -> None:
 
 
 async def test_cancel_flag_stops_before_the_next_stage(stack: Stack) -> None:
-    from tools.graph_local import LocalSearchCancelled
+    from librarian.graph.query.local_search import LocalSearchCancelled
 
     with pytest.raises(LocalSearchCancelled):
         await local_search(

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from graphs.graph_modes import choose_mode, resolve_mode
-from tools.graph_query import parse_rules
+from librarian.answers.modes import choose_mode, resolve_mode
+from librarian.graph.query.parse import parse_rules
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "graph_mode_questions.jsonl"
 

@@ -7,7 +7,7 @@ import pytest
 
 from librarian.embeddings.minilm import MiniLMEmbedder
 from librarian.index.base import QueryMatch
-from tools.local_rerank import (
+from librarian.retrieval.local_rerank import (
     DEFAULT_FLOOR,
     DEFAULT_WEIGHTS,
     FEATURES,

@@ -1,4 +1,4 @@
-"""`tools.rerank.rerank`: Mastra's fusion of semantic, vector and position scores, number for number."""
+"""`librarian.retrieval.rerank.rerank`: Mastra's fusion of semantic, vector and position scores, number for number."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 
 from librarian.index.base import QueryMatch
-from tools.rerank import arerank, rerank, resolve_weights
+from librarian.retrieval.rerank import arerank, rerank, resolve_weights
 
 
 class OverlapScorer:

@@ -12,7 +12,7 @@ import pytest
 
 from tests.wire.openai_server import OpenAIWireServer, TextReply
 from tests.wire.pinecone_server import PineconeWireServer
-from tools.scorers import (
+from librarian.retrieval.scorers import (
     CrossEncoderFolderError,
     CrossEncoderScorer,
     LLMRelevanceScorer,
@@ -77,7 +77,7 @@ def test_llm_scorer_parses_valid_and_malformed_replies(openai_server, caplog):
     }
     openai_server.chat_script.extend([_reply_by_passage(replies)] * 3)
     scorer = LLMRelevanceScorer(_chat(openai_server))
-    with caplog.at_level(logging.WARNING, logger="tools.scorers"):
+    with caplog.at_level(logging.WARNING, logger="librarian.retrieval.scorers"):
         scores = scorer.score("how long do refunds take?", list(replies))
     assert scores == [pytest.approx(0.9), pytest.approx(0.25), 0.0]
     assert "no number" in caplog.text
@@ -94,7 +94,7 @@ def test_llm_scorer_survives_one_failed_call_but_not_all(openai_server, caplog):
     scorer = LLMRelevanceScorer(_chat(openai_server), max_concurrency=1)
     openai_server.default_reply = TextReply("0.6")
     openai_server.fail_next(1, status=500)
-    with caplog.at_level(logging.WARNING, logger="tools.scorers"):
+    with caplog.at_level(logging.WARNING, logger="librarian.retrieval.scorers"):
         assert sorted(scorer.score("q", ["a", "b"])) == [0.0, pytest.approx(0.6)]
     assert "failed" in caplog.text
     openai_server.fail_next(2, status=500)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tools.citations import quoted_span, split_sentences, verify_answer
-from tools.retrieval import Source
-from tools.support import (
+from librarian.answers.citations import quoted_span, split_sentences, verify_answer
+from librarian.retrieval.search import Source
+from librarian.answers.support import (
     FEATURES,
     PairInputs,
     SupportScorer,

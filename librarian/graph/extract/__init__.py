@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from librarian.chat_model import chat_model_from_settings
 from librarian.graph.extract.base import Extractor
 from librarian.settings import Settings
 
@@ -17,15 +18,8 @@ def local_extractor() -> Extractor:
 
 
 def chat_model(settings: Settings) -> Any:
-    """`init_chat_model` from LIBRARIAN_CHAT_MODEL (+ LIBRARIAN_CHAT_BASE_URL); None when unset."""
-    if not settings.chat_model:
-        return None
-    from langchain.chat_models import init_chat_model
-
-    kwargs: dict[str, Any] = {"temperature": 0}
-    if settings.chat_base_url:
-        kwargs["base_url"] = settings.chat_base_url
-    return init_chat_model(settings.chat_model, **kwargs)
+    """The configured chat model at temperature 0 (JSON out); None when unset."""
+    return chat_model_from_settings(settings, temperature=0)
 
 
 def extractor_key(settings: Settings) -> str:

@@ -29,7 +29,7 @@ from functools import lru_cache
 import numpy as np
 
 from librarian.embeddings.text_terms import STOPWORDS
-from tools.graph_rrf import RRF_K, rrf_scores
+from librarian.graph.query.fusion import RRF_K, rrf_scores
 
 FUZZY_THRESHOLD = 0.4
 SEMANTIC_THRESHOLD = 0.7

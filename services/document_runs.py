@@ -2,7 +2,7 @@
 
 Both keep the same promises to `DocumentOps`: runs of one path execute one at a time and in order
 (a follow-up run starts only after a cancelled run has ended), cancelling marks the run in
-`graphs.cancellation` before stopping it (so a node still in flight writes no vectors), and `state`
+`librarian.runs.cancellation` before stopping it (so a node still in flight writes no vectors), and `state`
 returns the thread's latest snapshot with its runs, newest first.
 """
 
@@ -21,13 +21,13 @@ from typing import Any
 
 from filelock import FileLock
 
-from graphs import cancellation
-from graphs.documents import ACTIVE_RUN_STATES, RunRef
+from librarian.runs import cancellation
 from graphs.ingest import build_ingest_graph
 from graphs.reindex import build_reindex_graph
-from graphs.threads import server_thread_id, thread_id
 from librarian.errors import ConfigError, ContractMismatchError, TenantError
+from librarian.runs.threads import server_thread_id, thread_id
 from librarian.stack import Stack
+from services.documents import ACTIVE_RUN_STATES, RunRef
 
 logger = logging.getLogger(__name__)
 

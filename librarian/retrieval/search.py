@@ -4,7 +4,7 @@
 `retrieve` (ranked matches) or `search` (plus sources and context), so every caller retrieves the same
 way. The organization is a parameter here; tools obtain it from trusted run configuration
 (`librarian.tenancy.resolve_organization`), never from the model. Per-stack objects (the configured
-reranker) are built once per stack (`tools.rerankers.make_reranker`), not per call.
+reranker) are built once per stack (`librarian.retrieval.rerankers.make_reranker`), not per call.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing_extensions import TypedDict  # pydantic (Studio's schemas) needs it 
 
 from librarian.embeddings.base import DenseEmbedder, SparseEmbedder, SparseVector
 from librarian.index.base import QueryMatch, VectorIndex
+from librarian.retrieval.reranker import Reranked, Reranker
 from librarian.stack import Stack
 from librarian.tenancy import validate_organization_id
-from tools.rerank_base import Reranked, Reranker
 
 
 class SourceScores(TypedDict):

@@ -10,12 +10,11 @@ The notes' table (GRAPHRAG-NOTES.md, "Questions each path fits"):
 and a question that names no entity and asks no overview is a plain lookup: `search`.
 
 `choose_mode` reads the parsed query: overview cues (themes) → global; else named entities →
-local; else search. The rules are the query parser's (`tools.graph_query`), not fitted to data; the
+local; else search. The rules are the query parser's (`librarian.graph.query.parse`), not fitted to data; the
 labelled set in `tests/fixtures/graph_mode_questions.jsonl` was written by hand by the same person as
 the rules, so its accuracy is a sanity check, not a held-out measure.
 
-`answer_with_mode` is what `librarian ask --mode` runs: the chosen path, then an answer with its
-sources (chat model when configured, quoted sentences offline).
+`local_answer` and `cite_communities` shape the answers of `librarian ask --mode` (`services.ask`).
 
 `graph_draft` is the offline agent's route (`graphs.extractive`): the same chooser, then the same
 local/global retrieval and offline answer as `answer_with_mode`, numbered after the conversation's
@@ -28,13 +27,15 @@ import asyncio
 import dataclasses
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
-from tools.graph_query import ParsedQuery, parse_rules
-
-if TYPE_CHECKING:
-    from graphs.extractive import Draft
-    from tools.retrieval import Source
+from librarian.answers.extractive import Draft, quoted_draft, sources_block
+from librarian.answers.numbering import number_sources
+from librarian.graph.query.global_search import OFFLINE_NOTICE, GlobalSearchError
+from librarian.graph.query.parse import ParsedQuery, parse_rules
+from librarian.graph.query.runs import run_global, run_local
+from librarian.retrieval.search import Source
+from librarian.tenancy import validate_organization_id
 
 Mode = Literal["search", "local", "global"]
 MODES: tuple[str, ...] = ("auto", "search", "local", "global")
@@ -104,9 +105,6 @@ NOTHING_IN_GRAPH = "I found nothing relevant in this organization's knowledge gr
 
 def offline_local_draft(stack: Any, question: str, sources: list[Source], known: list[Source]) -> Draft:
     """Quoted sentences of the local evidence, numbered after `known` (sync: runs MiniLM)."""
-    from graphs.extractive import Draft, quoted_draft
-    from tools.search import number_sources
-
     numbered = number_sources(known, sources)
     if not numbered:
         return Draft(NOTHING_IN_GRAPH, [], mode="local")
@@ -129,10 +127,6 @@ async def local_answer(stack: Any, question: str, result: dict[str, Any], model:
 def global_draft(result: dict[str, Any], known: list[Source]) -> Draft:
     """A global result as an agent answer: community citations followed by the `[n]` of their
     chunks (numbered after `known`), then a `Sources:` block of the cited ones."""
-    from graphs.extractive import Draft, sources_block
-    from tools.graph_global import OFFLINE_NOTICE
-    from tools.search import number_sources
-
     found = list(result["sources"])
     numbered = dict(number_sources(known, found))
     numbers = {s["id"]: n for n, s in numbered.items()}
@@ -145,8 +139,6 @@ def global_draft(result: dict[str, Any], known: list[Source]) -> Draft:
 
 
 async def has_graph(stack: Any, organization_id: str) -> bool:
-    from librarian.tenancy import validate_organization_id
-
     org = validate_organization_id(organization_id)
     return await asyncio.to_thread(lambda: stack.graph_store.scope(org).published_version() is not None)
 
@@ -158,9 +150,6 @@ async def graph_draft(stack: Any, organization_id: str, question: str, known: li
     published graph, or the graph path finds nothing to quote. Everything is awaited in the caller's
     task, so cancelling the run cancels the retrieval (no further stage or map worker starts).
     """
-    from tools.graph_global import GlobalSearchError
-    from tools.graph_tools import run_global, run_local
-
     mode = choose_mode(question)
     if mode == "search" or not await has_graph(stack, organization_id):
         return None
@@ -176,61 +165,3 @@ async def graph_draft(stack: Any, organization_id: str, question: str, known: li
     if result["status"] not in ("completed", "partial") or not result["sources"]:
         return None
     return global_draft(result, known)
-
-
-async def answer_with_mode(
-    stack: Any, organization_id: str, question: str, mode: str = "auto", *, model: Any | None = None
-) -> ModeAnswer:
-    """`librarian ask --mode`: choose (or take) the path, retrieve, answer, with sources."""
-    from graphs.agent import build_agent, chat_model_from_settings
-    from tools.graph_tools import run_global, run_local
-
-    chosen, chosen_by = resolve_mode(question, mode)
-    model = model if model is not None else chat_model_from_settings(stack.settings)
-    if chosen != "search" and chosen_by == "auto" and not await has_graph(stack, organization_id):
-        chosen, chosen_by = "search", "auto (no knowledge graph yet)"
-    if chosen == "search":
-        from langchain_core.messages import HumanMessage
-
-        agent = build_agent(lambda: stack, model=model, graph_routing=False)  # the path is chosen
-        state = await agent.ainvoke(
-            {"messages": [HumanMessage(question)]}, context={"organization_id": organization_id}
-        )
-        answer = str(state["messages"][-1].content)
-        details = {"citations": state.get("citations") or []}
-        return ModeAnswer(
-            mode=chosen,
-            chosenBy=chosen_by,
-            answer=answer,
-            status="completed",
-            sources=list(state.get("sources") or []),
-            details=details,
-        )
-    if chosen == "local":
-        result = await run_local(stack, organization_id, question, model=model)
-        if result["status"] == "no_graph":
-            from tools.graph_tools import NO_GRAPH
-
-            answer = NO_GRAPH
-        else:
-            answer = await local_answer(stack, question, result, model)
-        details = {k: result[k] for k in ("parsed", "matchedEntities", "bridgeEntities", "communities")}
-        return ModeAnswer(
-            mode=chosen,
-            chosenBy=chosen_by,
-            answer=answer,
-            status=result["status"],
-            sources=list(result["sources"]),
-            details=details,
-        )
-    result = await run_global(stack, organization_id, question, model=model)
-    answer = cite_communities(result["answer"], result["sources"], result.get("sourceCommunities") or {})
-    details = {k: result[k] for k in result if k not in ("answer", "sources", "status")}
-    return ModeAnswer(
-        mode=chosen,
-        chosenBy=chosen_by,
-        answer=answer,
-        status=result["status"],
-        sources=list(result["sources"]),
-        details=details,
-    )

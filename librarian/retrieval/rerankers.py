@@ -1,6 +1,6 @@
 """Rerankers for the read path, and the one place that maps `settings.reranker` to one of them.
 
-Every reranker keeps the `Reranker` contract (tools/rerank_base.py): best first, at most top_k, the
+Every reranker keeps the `Reranker` contract (librarian/retrieval/reranker.py): best first, at most top_k, the
 floor applied by the caller. Scores are comparable only within one reranker, so each declares the
 floor that fits its own scale.
 """
@@ -8,12 +8,13 @@ floor that fits its own scale.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from librarian.chat_model import require_chat_model
 from librarian.errors import ConfigError
 from librarian.index.base import QueryMatch
-from tools.rerank import rerank, resolve_weights
-from tools.rerank_base import RelevanceScorer, Reranked, Reranker
+from librarian.retrieval.rerank import rerank, resolve_weights
+from librarian.retrieval.reranker import RelevanceScorer, Reranked, Reranker
 
 if TYPE_CHECKING:
     from librarian.stack import Stack
@@ -55,7 +56,7 @@ class ScorerReranker:
 
 
 class WeightedReranker:
-    """Mastra's fusion (`tools.rerank.rerank`): semantic, vector and position scores by weight.
+    """Mastra's fusion (`librarian.retrieval.rerank.rerank`): semantic, vector and position scores by weight.
 
     The fused score mixes a [0, 1] relevance with the index's unbounded hybrid score, so no floor
     follows from the scorer's; pass one if you have measured one for your data.
@@ -90,16 +91,6 @@ class WeightedReranker:
         ]
 
 
-def _chat_model(stack: Stack) -> Any:
-    from langchain.chat_models import init_chat_model
-
-    s = stack.settings
-    if not s.chat_model:
-        raise ConfigError("LIBRARIAN_CHAT_MODEL is not set, but LIBRARIAN_RERANKER=llm needs it")
-    kwargs: dict[str, Any] = {"base_url": s.chat_base_url} if s.chat_base_url else {}
-    return init_chat_model(s.chat_model, **kwargs)
-
-
 def make_reranker(stack: Stack) -> Reranker:
     """The reranker chosen by `settings.reranker`, built once per stack and shared by every search.
 
@@ -116,21 +107,21 @@ def build_reranker(stack: Stack) -> Reranker:
     if choice == "none":
         return NoReranker()  # type: ignore[return-value]  # floor None: the caller skips the floor
     if choice == "local":
-        from tools.local_rerank import LocalReranker, sentence_embedder
+        from librarian.retrieval.local_rerank import LocalReranker, sentence_embedder
 
         return LocalReranker(sentence_embedder(stack.dense))
     if choice == "pinecone":
-        from tools.scorers import PineconeRerankScorer
+        from librarian.retrieval.scorers import PineconeRerankScorer
 
         if not s.pinecone_api_key:
             raise ConfigError("PINECONE_API_KEY is not set, but LIBRARIAN_RERANKER=pinecone needs it")
         return ScorerReranker(PineconeRerankScorer(api_key=s.pinecone_api_key, host=s.pinecone_host))
     if choice == "llm":
-        from tools.scorers import LLMRelevanceScorer
+        from librarian.retrieval.scorers import LLMRelevanceScorer
 
-        return ScorerReranker(LLMRelevanceScorer(_chat_model(stack)))
+        return ScorerReranker(LLMRelevanceScorer(require_chat_model(stack.settings, "LIBRARIAN_RERANKER=llm")))
     if choice == "cross-encoder":
-        from tools.scorers import CrossEncoderScorer
+        from librarian.retrieval.scorers import CrossEncoderScorer
 
         if s.rerank_model_path is None:
             raise ConfigError(

@@ -34,7 +34,7 @@ import numpy as np
 
 from librarian.embeddings.base import DenseEmbedder
 from librarian.index.base import QueryMatch
-from tools.rerank_base import Reranked
+from librarian.retrieval.reranker import Reranked
 
 FEATURES = ("dense", "sparse", "fused", "maxsim", "position", "tokens")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|\n+")

@@ -28,7 +28,7 @@ from librarian.errors import LibrarianError
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from graphs.documents import DocumentService, DocumentStatus
+    from services.documents import DocumentService, DocumentStatus
     from librarian.stack import Stack
 
 EXIT_ERROR = 1
@@ -165,7 +165,7 @@ def require_documents(stack: Stack, org: str) -> None:
 
 @contextmanager
 def document_service(stack: Stack) -> Iterator[DocumentService]:
-    from graphs.documents import DocumentService
+    from services.documents import DocumentService
     from librarian.checkpoint import sync_checkpointer
 
     with sync_checkpointer(stack.settings) as checkpointer:
@@ -333,7 +333,7 @@ def read_statuses(stack: Stack, org: str) -> list[DocumentStatus]:
     Unlike the service it builds no graph: their imports alone cost about 2 s, reading a checkpoint
     needs none of them.
     """
-    from graphs.documents import read_status
+    from services.documents import read_status
     from librarian.checkpoint import sync_checkpointer
 
     with sync_checkpointer(stack.settings) as checkpointer:
@@ -357,7 +357,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
-    from graphs.documents import DocumentNotFoundError, read_status
+    from services.documents import DocumentNotFoundError, read_status
     from librarian.checkpoint import sync_checkpointer
 
     missing = CliError(f"no such document: {args.path} in organization {args.org}")
@@ -374,7 +374,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
     console().print(f"{status.path}: {status.status} (its vectors first, then its file)")
     # The published graph keeps the document's entities, claims and summaries until it is rebuilt
     # (a build loads spaCy: seconds, not worth it per delete). Graph answers already skip it (the
-    # index is checked at query time, `tools.graph_live`); `graph status` lists it as stale.
+    # index is checked at query time, `librarian.graph.query.liveness`); `graph status` lists it as stale.
     graph = stack.graph_store.scope(args.org)
     published = graph.published_version()
     if published is not None and any(d.path == status.path for d in graph.documents()):
@@ -406,7 +406,7 @@ def cmd_reindex_migrate() -> int:
     """`reindex --migrate`: a new index beside the old one, switched to only when every document is done."""
     from rich.markup import escape
 
-    from graphs.reindex_migrate import migrate_index
+    from services.reindex_migrate import migrate_index
 
     stack = load_stack()
     with err_console().status("migrating the index: re-embedding every document") as spinner:
@@ -467,8 +467,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     """The agent's retrieval (same options, same reranker), shown as a table instead of a tool result."""
     stack = load_stack()
     require_documents(stack, args.org)
-    from tools.rerankers import make_reranker
-    from tools.retrieval import SearchOptions, search
+    from librarian.retrieval.rerankers import make_reranker
+    from librarian.retrieval.search import SearchOptions, search
 
     options = SearchOptions.from_settings(stack, top_k=args.top_k)
     result = search(stack, args.org, args.query, options, make_reranker(stack))
@@ -489,7 +489,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
     stack = load_stack()
     require_documents(stack, args.org)
-    from graphs.graph_modes import answer_with_mode
+    from services.ask import answer_with_mode
 
     result = asyncio.run(answer_with_mode(stack, args.org, args.query, args.mode))
     state = {"citations": result["details"].get("citations") or []}
@@ -521,7 +521,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     console().print(Text(f"mode: {result['mode']} (chosen by {result['chosenBy']})", style="dim"))
     console().print(Text(answer))
     records = state.get("citations") or []
-    backs: dict[int, bool] = {}  # [n] → does that source support a sentence citing it (tools.citations)
+    backs: dict[int, bool] = {}  # [n] → does that source support a sentence citing it (librarian.answers.citations)
     for record in records:
         for evidence in record["evidence"]:
             backs[evidence["marker"]] = backs.get(evidence["marker"], False) or evidence["supported"]
@@ -545,15 +545,15 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    """`librarian eval retrieval|answers` (tools/eval_cli.py): quality on the user's judged data."""
-    from tools.eval_cli import run_eval
+    """`librarian eval retrieval|answers` (librarian_cli/eval.py): quality on the user's judged data."""
+    from librarian_cli.eval import run_eval
 
     return run_eval(args)
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
-    """`graph build` / `graph status`: the logic lives in graphs/graph_cli.py."""
-    from graphs.graph_cli import cmd_graph as run_graph
+    """`graph build` / `graph status`: the logic lives in librarian_cli/graph.py."""
+    from librarian_cli.graph import cmd_graph as run_graph
 
     return run_graph(args, console(), err_console())
 
@@ -612,7 +612,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--org", required=True, help="organization id (the namespace)")
     for p in (ingest, status, search, ask):
         p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
-    from tools.eval_cli import add_eval_commands  # argparse only: the evaluation loads when it runs
+    from librarian_cli.eval import add_eval_commands  # argparse only: the evaluation loads when it runs
 
     add_eval_commands(sub)
     tok = sub.add_parser("token", help="mint a development bearer token (LIBRARIAN_AUTH_SECRET)")
@@ -621,7 +621,7 @@ def build_parser() -> argparse.ArgumentParser:
     tok.add_argument("--orgs", help="further memberships, comma-separated")
     tok.add_argument("--role", default="member", choices=("member", "admin", "reader"))
     tok.add_argument("--ttl", type=int, default=3600, help="seconds until it expires (default 3600)")
-    from graphs.graph_cli import add_graph_commands  # light: argparse only
+    from librarian_cli.graph import add_graph_commands  # light: argparse only
 
     add_graph_commands(sub)
     return parser

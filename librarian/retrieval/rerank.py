@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
 
 from librarian.index.base import QueryMatch
-from tools.rerank_base import RelevanceScorer
+from librarian.retrieval.reranker import RelevanceScorer
 
 DEFAULT_WEIGHTS: dict[str, float] = {"semantic": 0.4, "vector": 0.4, "position": 0.2}
 WEIGHT_TOLERANCE = 1e-6

@@ -1,6 +1,6 @@
 """`librarian eval`: retrieval and answer quality on the user's own judged data, through the product.
 
-    from tools.evaluation import evaluate_retrieval, evaluate_answers, ingested
+    from evals.runner import evaluate_retrieval, evaluate_answers, ingested
     from librarian.evaluation.data import load_beir
     data = load_beir(Path("my-beir"), "test")
     with ingested(data, load_settings()) as stack:
@@ -8,7 +8,7 @@
 
 Every corpus document becomes one small text file, uploaded and ingested into a fresh organization by
 `DocumentService` (the real parse, chunk, embed and upsert), so the figures are those of what users
-run. A document scores as its best chunk. Retrieval runs through `tools.retrieval` (the one core):
+run. A document scores as its best chunk. Retrieval runs through `librarian.retrieval.search` (the one core):
 
 - the configured pipeline (settings' alpha, reranker and floor), timed per query end to end;
 - its baselines from the same query embeddings: dense only (alpha 1), sparse only (alpha 0), hybrid
@@ -50,7 +50,7 @@ from librarian.evaluation.metrics import (
 from librarian.index.base import QueryMatch
 from librarian.settings import Settings
 from librarian.stack import Stack
-from tools.retrieval import SearchOptions, embed_query, retrieve
+from librarian.retrieval.search import SearchOptions, embed_query, retrieve
 
 ORG = "eval"
 ALPHAS = tuple(round(a * 0.05, 2) for a in range(21))
@@ -79,7 +79,7 @@ def ingest(data: Beir, stack: Stack, progress: Progress = print) -> int:
 
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from graphs.documents import DocumentService
+    from services.documents import DocumentService
 
     data_dir = stack.settings.data_dir
     saver = SqliteSaver(sqlite3.connect(data_dir / "eval-checkpoints.sqlite", check_same_thread=False))
@@ -224,7 +224,7 @@ def evaluate_retrieval(
     progress: Progress = print,
 ) -> dict[str, Any]:
     """nDCG@10, Recall@100, MRR@10 for the configured pipeline and its baselines, and k-fold figures."""
-    from tools.rerankers import make_reranker
+    from librarian.retrieval.rerankers import make_reranker
 
     settings = stack.settings
     qids = list(data.queries)
@@ -284,7 +284,7 @@ def evaluate_retrieval(
 
     # 3. Hybrid + the local reranker (built once), and its weights' k-fold.
     if rerank:
-        from tools.local_rerank import DEFAULT_WEIGHTS, FEATURES, LocalReranker, normalise, sentence_embedder
+        from librarian.retrieval.local_rerank import DEFAULT_WEIGHTS, FEATURES, LocalReranker, normalise, sentence_embedder
 
         local = (
             configured
@@ -422,7 +422,7 @@ def evaluate_answers(
     """Answer EM/F1, supporting documents among cited sources, citation precision/recall.
 
     The agent answers each question as users get it (the configured chat model, or extractive
-    answers offline). Citation records are the agent's `citations` (tools.citations); when a graph
+    answers offline). Citation records are the agent's `citations` (librarian.answers.citations); when a graph
     does not produce them, they are computed from the answer and its sources the same way.
     `graph_routing=False` keeps the offline agent on search even when the organization has a graph.
     """
@@ -431,7 +431,7 @@ def evaluate_answers(
     from graphs.agent import build_agent
 
     try:
-        from tools.citations import verify_answer
+        from librarian.answers.citations import verify_answer
     except ImportError:  # citations not available: precision/recall are reported as absent
         verify_answer = None
 

@@ -9,7 +9,7 @@ The split:
     DocumentOps        the operations' logic, async: validation, size limit, existence, the order
                        of effects (cancel the path's running ingest, vectors first, then the file,
                        then a follow-up run on the path's thread), and how a status is read.
-    runs backend       where ingest runs execute (`graphs/document_runs.py`):
+    runs backend       where ingest runs execute (`services/document_runs.py`):
         LocalRuns      plain Python: runs the graphs directly, serialized per path, cancelled by a flag.
         ServerRuns     the LangGraph server: enqueues runs with the in-process SDK client and cancels
                        them with `runs.cancel`; `server.py` only translates HTTP to `DocumentOps`.
@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from librarian.errors import FileTooLargeError, LibrarianError
 from librarian.files.paths import document_path, validate_document_path
 from librarian.stack import Stack
+from librarian.sync import run_sync
 from librarian.tenancy import validate_organization_id
 
 if TYPE_CHECKING:
@@ -135,7 +135,7 @@ def read_status(checkpointer: Any, org: str, path: str) -> DocumentStatus:
     """
     from types import SimpleNamespace
 
-    from graphs.threads import thread_id
+    from librarian.runs.threads import thread_id
 
     found = checkpointer.get_tuple({"configurable": {"thread_id": thread_id(org, path), "checkpoint_ns": ""}})
     if found is None:
@@ -279,16 +279,6 @@ class DocumentOps:
         return await self.runs.start(org, path, {"path": path, "cleanup": "cancelled"}, owner=owner)
 
 
-def _blocking(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to the end from sync code, also inside a notebook's running event loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
-
-
 class DocumentService:
     """Plain-Python front door (CLI, tests, notebooks): `DocumentOps` over in-process runs.
 
@@ -297,7 +287,7 @@ class DocumentService:
     """
 
     def __init__(self, stack: Stack, checkpointer: Checkpointer) -> None:
-        from graphs.document_runs import LocalRuns
+        from services.document_runs import LocalRuns
 
         self.stack = stack
         self.runs = LocalRuns(stack, checkpointer)
@@ -309,7 +299,7 @@ class DocumentService:
     @staticmethod
     def config(org: str, path: str) -> dict[str, Any]:
         """The plain-Python run config of a document's thread (for `get_state` in tests/notebooks)."""
-        from graphs.threads import thread_id
+        from librarian.runs.threads import thread_id
 
         return {"configurable": {"thread_id": thread_id(org, path)}}
 
@@ -345,32 +335,32 @@ class DocumentService:
     # --- blocking ------------------------------------------------------------------------------
     def upload(self, org: str, filename: str, data: bytes) -> str:
         """Store the file (same name replaces it, cancelling its running ingest); returns its path."""
-        return _blocking(self.aupload(org, filename, data))
+        return run_sync(self.aupload(org, filename, data))
 
     def ingest(
         self, org: str, path: str, *, on_update: Callable[[str, dict[str, Any]], None] | None = None
     ) -> DocumentStatus:
         """Run the ingest graph for one document (serialized per path) and return its status."""
-        return _blocking(self.aingest(org, path, on_update=on_update))
+        return run_sync(self.aingest(org, path, on_update=on_update))
 
     def reindex(self, org: str, path: str) -> DocumentStatus:
         """Re-embed from the cached parse (no re-parse) and return the status."""
-        return _blocking(self.areindex(org, path))
+        return run_sync(self.areindex(org, path))
 
     def status(self, org: str, path: str) -> DocumentStatus:
         """Latest status; `DocumentNotFoundError` if the path never existed."""
-        return _blocking(self.astatus(org, path))
+        return run_sync(self.astatus(org, path))
 
     def list(self, org: str) -> list[DocumentStatus]:
-        return _blocking(self.alist(org))
+        return run_sync(self.alist(org))
 
     def delete(self, org: str, path: str) -> DocumentStatus:
         """Vectors first, then the file; status `deleted`. `DocumentNotFoundError` if never there."""
-        return _blocking(self.adelete(org, path))
+        return run_sync(self.adelete(org, path))
 
     def cancel(self, org: str, path: str) -> DocumentStatus:
         """Cancel the path's running ingest (from another thread); status `cancelled`, no vectors."""
-        return _blocking(self.acancel(org, path))
+        return run_sync(self.acancel(org, path))
 
     def resume(self, org: str, path: str) -> DocumentStatus:
         """Finish an interrupted run from its last checkpoint (finished work is not redone)."""

@@ -11,8 +11,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from tools.scorers import parse_relevance
-from tools.support import strip_markers
+from librarian.answers.support import strip_markers
+from librarian.retrieval.scorers import parse_relevance
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ model never fails a search. Offline, rules do it:
 - themes: overview cues ("themes", "overall", "how does X change", "trends", "summarise" ...).
 
 The reference parses themes and never uses them (a defect); we use them to choose local vs global
-(`graphs.graph_modes.choose_mode`).
+(`librarian.answers.modes.choose_mode`).
 """
 
 from __future__ import annotations

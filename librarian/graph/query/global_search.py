@@ -626,7 +626,7 @@ def load_communities(graph: Any, published: Any, level: int | None) -> list[Comm
     or object is a member are exactly its descendant leaves' claims. Cached per published version;
     what is still live is decided per query (`live_inputs`).
     """
-    from tools.graph_local import version_key
+    from librarian.graph.query.local_search import version_key
 
     version = published.version
     key = (*version_key(graph, published), level)

@@ -1,8 +1,8 @@
 """Local GraphRAG retrieval: entities the question names → their graph neighbourhood → evidence.
 
 Reference behaviour (graphrag-ts `GraphRAGRetrievalService.retrieve`), kept with its defaults:
-1. parse the question (model when configured, rules offline: `tools.graph_query`);
-2. match entities on four channels fused by RRF k = 80 (`tools.graph_match`), plus intent entities;
+1. parse the question (model when configured, rules offline: `librarian.graph.query.parse`);
+2. match entities on four channels fused by RRF k = 80 (`librarian.graph.query.match`), plus intent entities;
 3. community candidates: (a) topology: the communities of every entity within 2 hops of the matched
    ones (leaf communities; with a requested level, their ancestors at that level, climbing parents),
    (b) semantic: the top-k community summaries by cosine to the question;
@@ -31,7 +31,7 @@ the README.)
 Added: **liveness.** Until the next build the published graph still holds deleted or replaced
 documents; every graph-derived id (keyword hits, claims, the first-hop chunks whose entities pick the
 bridges, one chunk per bridge document) is checked against the organization's index in one batched
-fetch (`tools.graph_live`), and what the index no longer holds at the graph's content hash is dropped.
+fetch (`librarian.graph.query.liveness`), and what the index no longer holds at the graph's content hash is dropped.
 """
 
 from __future__ import annotations
@@ -47,13 +47,13 @@ import numpy as np
 from librarian.errors import ContractMismatchError
 from librarian.graph.json_repair import parse_llm_json, validate_selected_communities
 from librarian.graph.model import ChunkRef, Claim, Community, Edge, normalize_name
+from librarian.graph.query.fusion import RRF_K, rrf_fuse, rrf_scores
+from librarian.graph.query.liveness import Liveness
+from librarian.graph.query.match import EntityRef, MatchedEntity, match_entities, name_lookup
+from librarian.graph.query.parse import ParsedQuery, parse_query
+from librarian.retrieval.search import SearchOptions, Source, SourceScores, search
 from librarian.stack import Stack
 from librarian.tenancy import validate_organization_id
-from tools.graph_live import Liveness
-from tools.graph_match import EntityRef, MatchedEntity, match_entities, name_lookup
-from tools.graph_query import ParsedQuery, parse_query
-from tools.graph_rrf import RRF_K, rrf_fuse, rrf_scores
-from tools.retrieval import SearchOptions, Source, SourceScores, search
 
 TOP_K = 8
 VECTOR_CHILD_TOP_K = 12
@@ -597,7 +597,7 @@ async def local_search(
 
     bridges, paths = bridge_plan(first_hop) if first_hop else ([], [])
 
-    # Liveness (`tools.graph_live`): everything the graph contributes (keyword hits, claims, the
+    # Liveness (`librarian.graph.query.liveness`): everything the graph contributes (keyword hits, claims, the
     # first-hop chunks' extracted entities, the bridge documents) is checked against the index in
     # one fetch; a deleted or replaced document's graph copy is dropped, never cited.
     probes = [snapshot.path_chunk[p] for p in paths if p in snapshot.path_chunk]

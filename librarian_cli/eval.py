@@ -2,7 +2,7 @@
 
     librarian eval retrieval --data DIR [--split test] [--folds 5] [--no-rerank] [--json] [--html FILE]
     librarian eval answers --qa FILE [--data DIR] [--graph] [--json] [--html FILE]
-    python -m tools.eval_cli retrieval ...       # the same without the `librarian` entry point
+    python -m librarian_cli.eval retrieval ...       # the same without the `librarian` entry point
 
 Only argparse is imported until a command runs, so adding these subcommands costs the CLI nothing.
 """
@@ -67,7 +67,7 @@ def run_eval(args: argparse.Namespace) -> int:
     from librarian.evaluation.data import EvalDataError, load_beir, load_qa
     from librarian.evaluation.report import to_html, to_json, to_text
     from librarian.settings import load_settings
-    from tools.evaluation import evaluate_answers, evaluate_retrieval, ingested
+    from evals.runner import evaluate_answers, evaluate_retrieval, ingested
 
     def progress(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
@@ -105,8 +105,8 @@ def run_eval(args: argparse.Namespace) -> int:
 
 def build_graph(stack: Any, progress: Callable[[str], None]) -> None:
     """Build (or refresh) the evaluation organization's graph index, so answers may route to it."""
-    from graphs.graph_cli import graph_build
-    from tools.evaluation import ORG
+    from librarian_cli.graph import graph_build
+    from evals.runner import ORG
 
     started = time.perf_counter()
     report = graph_build(ORG, stack=stack)

@@ -1,7 +1,7 @@
 """Verified citations: for each answer sentence, which sources it cites and whether they back it.
 
 An answer's `[n]` cites `sources[n-1]`. Each sentence is scored against every sentence of each source
-it cites (`tools.support`); the best one is the supporting span, as character offsets into the
+it cites (`librarian.answers.support`); the best one is the supporting span, as character offsets into the
 source's `text`, so a UI can highlight it. A sentence that quotes the source is not left to the
 scorer: the span is the quoted sentence, and a sentence that is wholly a quote of it scores 1
 (its words are the source's own; `quoted_span`). Optionally a chat model judges the (sentence, source)
@@ -21,8 +21,8 @@ from typing import Literal, Protocol
 
 from typing_extensions import TypedDict
 
-from tools.retrieval import Source
-from tools.support import SupportScorer, strip_markers
+from librarian.answers.support import SupportScorer, strip_markers
+from librarian.retrieval.search import Source
 
 UNSUPPORTED_MARK = " [unsupported]"
 ALL_DROPPED = "No sentence of the answer is supported by the sources it cites, so none is shown."
@@ -113,7 +113,10 @@ def quoted_span(
     Markdown links ignored). `whole` when the answer sentence is that sentence or its beginning: a
     clause from its middle may follow a "not" the quote left out, so it gets the span but no verdict.
     None when no sentence of at least `QUOTE_MIN_CHARS` is shared."""
-    from tools.quotes import clean_quote, normal_words  # tools.quotes imports this module
+    from librarian.answers.quotes import (  # librarian.answers.quotes imports this module
+        clean_quote,
+        normal_words,
+    )
 
     claim = normal_words(clean_quote(strip_markers(sentence)))
     found: tuple[int, tuple[int, int], bool] | None = None

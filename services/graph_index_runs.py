@@ -18,7 +18,7 @@ from typing import Any
 from uuid import NAMESPACE_URL, uuid5
 
 from graphs.graph_index import GRAPH_NAME, thread_id
-from graphs.graph_index_service import build_status, status_report
+from services.graph_index_service import build_status, status_report
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ term coverage, weighted by how rare each term is in English) and its meaning (Mi
 cosine, token-level late interaction and kernel pooling, which notice a matching phrase inside a
 longer sentence). A sentence that asks ("to determine whether ...") or says something is unknown
 does not back a claim that states it. These FEATURES feed a small attention model over the same
-MiniLM token vectors (`tools/support_head.py`), which also compares each claim token with what it
+MiniLM token vectors (`librarian/answers/support_head.py`), which also compares each claim token with what it
 aligns to in the passage; it was trained on SciFact's sentence-level rationales, and
 `bench/support_scorer.py` prints its k-fold figures (README "Citations").
 
@@ -27,9 +27,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from librarian.answers.support_head import SupportHead
 from librarian.embeddings.lexical import LexicalSparseEmbedder
 from librarian.embeddings.text_terms import raw_tokens, stem
-from tools.support_head import SupportHead
 
 KERNEL_CENTRES = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3)
 """Soft-match kernels over token cosines (K-NRM, Xiong et al., 2017): how many tokens of the other side
@@ -122,7 +122,9 @@ def claim_for_scoring(sentence: str) -> str:
     from plain claims; before this cleaning a sentence quoted whole scored near 0 against the very
     sentence it quotes (four training claims have quotation marks, too few to learn that they say
     nothing about support). Apostrophes and primes (5') stay: they are parts of words."""
-    from tools.quotes import clean_quote  # tools.quotes imports tools.citations, which imports this
+    from librarian.answers.quotes import (
+        clean_quote,  # librarian.answers.quotes imports librarian.answers.citations, which imports this
+    )
 
     text = clean_quote(_REFERENCE_TAG.sub("", strip_markers(sentence)))
     return " ".join(_DOUBLE_QUOTES.sub("", text).split())

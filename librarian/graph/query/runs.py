@@ -1,0 +1,132 @@
+"""Graph local and global search over an organization's published graph, as runs with sources.
+
+The engines behind the agent's graph tools (`tools.graph_tools`), the offline agent's graph route
+(`librarian.answers.modes`), `librarian ask --mode` and the web app's graph page. The organization is
+a parameter, checked here; callers obtain it from trusted configuration. With a chat model configured
+(LIBRARIAN_CHAT_MODEL) query parsing, the community filter and the global map/reduce use it; without
+one the offline paths run (rules, no filter, `OfflineMapper`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from librarian.chat_model import chat_model_from_settings
+from librarian.graph.query.global_search import (
+    GlobalOptions,
+    LLMMapper,
+    OfflineMapper,
+    cited_chunks,
+    global_search,
+    live_inputs,
+    llm_reducer,
+    load_communities,
+    offline_reducer,
+    provenance_probes,
+)
+from librarian.graph.query.liveness import Liveness
+from librarian.graph.query.local_search import LocalOptions, chunk_source, local_search
+from librarian.retrieval.search import Source
+from librarian.stack import Stack
+from librarian.tenancy import validate_organization_id
+
+NO_GRAPH = (
+    "This organization has no knowledge graph yet (run `librarian graph build`); "
+    "use search_documents instead."
+)
+
+
+def chat_model(stack: Stack) -> Any | None:
+    """The configured chat model for parsing, filtering and map/reduce; None offline."""
+    return chat_model_from_settings(stack.settings)
+
+
+def make_reranker(stack: Stack) -> Any:
+    from librarian.retrieval.rerankers import make_reranker as make  # lazy: rerankers load models
+
+    return make(stack)
+
+
+async def run_local(
+    stack: Stack,
+    organization_id: str,
+    question: str,
+    *,
+    model: Any | None = None,
+    options: LocalOptions | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> dict[str, Any]:
+    return dict(
+        await local_search(
+            stack,
+            organization_id,
+            question,
+            options,
+            model=model,
+            reranker=await asyncio.to_thread(make_reranker, stack),
+            should_stop=should_stop,
+        )
+    )
+
+
+async def run_global(
+    stack: Stack,
+    organization_id: str,
+    question: str,
+    *,
+    model: Any | None = None,
+    options: GlobalOptions | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> dict[str, Any]:
+    """Global search in the organization's published graph; sources are the cited chunks."""
+    org = validate_organization_id(organization_id)
+    options = options or GlobalOptions()
+    graph = await asyncio.to_thread(lambda: stack.graph_store.scope(org))  # may open files: off the loop
+    published = await asyncio.to_thread(graph.published_version)
+    if published is None:
+        return {"status": "no_graph", "answer": NO_GRAPH, "sources": [], "communities": [], "batches": []}
+    version = published.version
+    inputs = await asyncio.to_thread(load_communities, graph, published, options.level)
+    # Only what the index still holds (`librarian.graph.query.liveness`): one probe per document the
+    # communities draw on; then the cited chunks themselves, so a citation never points at a deleted
+    # document.
+    liveness = await asyncio.to_thread(Liveness.of, stack, org, graph, version)
+    inputs = live_inputs(inputs, await asyncio.to_thread(liveness.paths, provenance_probes(inputs)))
+    if model is None:
+        dense = await asyncio.to_thread(lambda: stack.dense)  # loading the model reads files
+        mapper: Any = OfflineMapper(dense.embed_query, dense.embed_documents)
+        reducer = offline_reducer()
+    else:
+        mapper, reducer = LLMMapper(model), llm_reducer(model)
+    result = await global_search(question, inputs, mapper, reducer, options, should_stop=should_stop)
+    pairs = cited_chunks(result, inputs)
+    cited = await asyncio.to_thread(liveness.chunks, [c for _, c in pairs])
+    pairs = [(community_id, chunk_id) for community_id, chunk_id in pairs if chunk_id in cited]
+    chunks = await asyncio.to_thread(graph.chunks, [c for _, c in pairs], version=version)
+    by_id = {c.chunk_id: c for c in chunks}
+    sources: list[Source] = []
+    community_of: dict[str, list[str]] = {}
+    for community_id, chunk_id in pairs:
+        if chunk_id in by_id and chunk_id not in community_of:
+            sources.append(chunk_source(by_id[chunk_id], 0.0))
+        if chunk_id in by_id:
+            community_of.setdefault(chunk_id, []).append(community_id)
+    return {
+        "status": result.status,
+        "answer": result.answer,
+        "version": version,
+        "level": result.level,
+        "failedMapBatches": result.failed_batches,
+        "communities": result.communities,
+        "citedCommunities": result.cited_communities,
+        "selectedMapAnswers": [
+            {"answer": a.answer, "usefulness": a.usefulness, "communityIds": a.community_ids}
+            for a in result.selected
+        ],
+        "batches": [{"communityIds": b.community_ids, "tokens": b.tokens} for b in result.batches],
+        "mapBudget": options.map_budget - options.map_reserve,
+        "sources": sources,
+        "sourceCommunities": community_of,
+    }
