@@ -43,6 +43,7 @@ from schemathesis import GenerationMode  # noqa: E402
 SKIP = {
     ("GET", "/threads/{thread_id}/stream"),  # waits for runs of the thread to produce events
     ("GET", "/threads/{thread_id}/runs/{run_id}/stream"),
+    ("POST", "/threads/{thread_id}/stream/events"),  # the thread's event stream: open until the client goes
     ("GET", "/mcp/"),
     ("GET", "/mcp"),
 }

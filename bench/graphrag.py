@@ -41,17 +41,19 @@ from contextlib import contextmanager  # noqa: E402
 
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 
-from services.graph_index_service import GraphIndexService  # noqa: E402
+from evals.corpus import ORG as EVAL_ORG  # noqa: E402
+from evals.corpus import ingested  # noqa: E402
 from librarian.evaluation.data import Beir, doc_id_from_path, load_beir  # noqa: E402
-from librarian.settings import load_settings  # noqa: E402
-from librarian.stack import Stack  # noqa: E402
-from evals.runner import ORG as EVAL_ORG  # noqa: E402
-from evals.runner import ingested  # noqa: E402
-from librarian.graph.query.global_search import GlobalOptions, cited_community_ids, load_communities  # noqa: E402
+from librarian.graph.query.global_citations import cited_community_ids  # noqa: E402
+from librarian.graph.query.global_inputs import load_communities  # noqa: E402
+from librarian.graph.query.global_search import GlobalOptions  # noqa: E402
 from librarian.graph.query.local_search import local_search  # noqa: E402
 from librarian.graph.query.runs import run_global  # noqa: E402
 from librarian.retrieval.rerankers import make_reranker  # noqa: E402
 from librarian.retrieval.search import SearchOptions, search  # noqa: E402
+from librarian.settings import load_settings  # noqa: E402
+from librarian.stack import Stack  # noqa: E402
+from services.graph_index_service import GraphIndexService  # noqa: E402
 
 HOTPOT = REPO.parent / "shared" / "data" / "hotpotqa-dev150"
 BOOK = REPO.parent / "shared" / "data" / "christmas-carol" / "body_only.txt"
@@ -71,7 +73,7 @@ GLOBAL_QUESTIONS = [
 
 @contextmanager
 def corpus_stack(data: Beir, args: argparse.Namespace):
-    """The ingested corpus: `evals.runner.ingested`, or an already ingested `--data-dir`."""
+    """The ingested corpus: `evals.corpus.ingested`, or an already ingested `--data-dir`."""
     if args.data_dir is not None:
         yield Stack(load_settings().model_copy(update={"data_dir": args.data_dir}))
         return

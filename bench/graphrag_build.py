@@ -49,9 +49,9 @@ def files_of(folder: Path) -> list[Path]:
 def ingest(data_dir: Path, folder: Path) -> list[str]:
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from services.documents import DocumentService
     from librarian.settings import load_settings
     from librarian.stack import Stack
+    from services.documents import DocumentService
 
     stack = Stack(load_settings(data_dir=data_dir))
     service = DocumentService(stack, InMemorySaver())
@@ -65,9 +65,9 @@ def ingest(data_dir: Path, folder: Path) -> list[str]:
 
 def build_function(data_dir: Path, *, with_floor: bool = False) -> dict:
     """One build in this process (what the child runs); returns the report plus measurements."""
-    from librarian_cli.graph import graph_build
     from librarian.settings import load_settings
     from librarian.stack import Stack
+    from librarian_cli.graph import graph_build
 
     stack = Stack(load_settings(data_dir=data_dir))
     cpu0, wall0 = time.process_time(), time.perf_counter()
@@ -97,10 +97,10 @@ def warm_function(data_dir: Path, changed: Path) -> dict:
     """
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from services.documents import DocumentService
-    from librarian_cli.graph import graph_build
     from librarian.settings import load_settings
     from librarian.stack import Stack
+    from librarian_cli.graph import graph_build
+    from services.documents import DocumentService
 
     stack = Stack(load_settings(data_dir=data_dir))
     graph_build(ORG, stack=stack)  # warm-up: spaCy, MiniLM, LanceDB loaded

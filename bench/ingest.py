@@ -26,11 +26,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
-from services.documents import DocumentService, DocumentStatus  # noqa: E402
 from librarian.checkpoint import sync_checkpointer  # noqa: E402
 from librarian.parsing.cache import ParseCache  # noqa: E402
 from librarian.settings import load_settings  # noqa: E402
 from librarian.stack import Stack  # noqa: E402
+from services.documents import DocumentService, DocumentStatus  # noqa: E402
 
 ORG = "bench"
 

@@ -1,4 +1,5 @@
-"""Search latency of the product path (`librarian.retrieval.search.retrieve`), cold and warm, next to the numpy floor.
+"""Search latency of the product path (`librarian.retrieval.search.retrieve`), cold and warm, next to
+the numpy floor.
 
     python bench/query.py [--sizes 5000] [--others 20] [--queries 100] [--reranker none local]
 
@@ -30,10 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from index_latency import ALPHA, TOP_K, NumpyFloor
 
-from librarian.settings import load_settings
-from librarian.stack import Stack
 from librarian.retrieval.rerankers import make_reranker
 from librarian.retrieval.search import SearchOptions, embed_query, rank, retrieve
+from librarian.settings import load_settings
+from librarian.stack import Stack
 
 SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact-dev"
 BATCH = 2_000

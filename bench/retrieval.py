@@ -4,7 +4,7 @@
 
 Prints nDCG@10, Recall@100 and MRR@10 for the configured pipeline and its baselines (dense only,
 sparse only, hybrid, hybrid + local rerank, bm25s), and k-fold-by-query figures for everything
-fitted (alpha, the local reranker's weights). See evals/runner.py for what each row measures.
+fitted (alpha, the local reranker's weights). See evals/retrieval.py for what each row measures.
 """
 
 from __future__ import annotations

@@ -115,9 +115,9 @@ def inprocess(docs: list[tuple[str, bytes]], m: int, jobs: int) -> tuple[float, 
     from langgraph.checkpoint.memory import InMemorySaver
 
     from graphs.agent import build_agent
-    from services.documents import DocumentService
     from librarian.settings import Settings
     from librarian.stack import Stack
+    from services.documents import DocumentService
 
     org = "bench"
     with tempfile.TemporaryDirectory() as tmp:
@@ -164,7 +164,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from librarian.auth import mint_token
-    from librarian.devserver import DevServer, server_env
+    from tests.devserver import DevServer, server_env
 
     if args.fairness_only:
         return fairness_main(args)
@@ -280,7 +280,7 @@ async def fairness_phase(url: str, secret: str, args: argparse.Namespace) -> tup
 
 
 def fairness_main(args: argparse.Namespace) -> int:
-    from librarian.devserver import DevServer, server_env
+    from tests.devserver import DevServer, server_env
 
     configs = [("worker (default)", {})]
     if args.compare_inline:

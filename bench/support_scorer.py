@@ -1,23 +1,24 @@
-"""How well the offline support scorer (`librarian/answers/support.py`) tells backed sentences from unbacked ones.
+"""How well the offline support scorer (`librarian/answers/support.py`) tells backed sentences from
+unbacked ones.
 
 Data: SciFact's sentence-level rationales (`../shared/data/scifact-dev/rationales/`). For every claim
 with evidence, each sentence of each cited abstract is a pair: a rationale sentence backs the claim
 (label 1), any other sentence of the same abstract does not (label 0). Same-abstract negatives are
 on topic, so this measures support, not topicality.
 
-Everything trained (the attention model of `librarian/answers/support_head.py`, its threshold) is reported out of
-sample, twice: 5-fold cross-validation grouped by claim (no claim in both its training and its test
-fold), and grouped by abstract (claims that cite a common abstract share a fold). The second is the
-honest one: SciFact has claims that restate or negate each other over the same abstract, so by-claim
-folds let a model meet the very test sentences in training. Inside each training fold, one eighth of
-the claims is held out to pick the epoch and the threshold (the one keeping 80% of backed pairs,
-`--recall`); test scores come from the shipped numpy forward and include the number rule. Baselines
-in the same run: the MiniLM cosine alone, and a logistic regression over the same FEATURES (the
-previous shipped form).
+Everything trained (the attention model of `librarian/answers/support_head.py`, its threshold) is
+reported out of sample, twice: 5-fold cross-validation grouped by claim (no claim in both its training
+and its test fold), and grouped by abstract (claims that cite a common abstract share a fold). The
+second is the honest one: SciFact has claims that restate or negate each other over the same abstract,
+so by-claim folds let a model meet the very test sentences in training. Inside each training fold, one
+eighth of the claims is held out to pick the epoch and the threshold (the one keeping 80% of backed
+pairs, `--recall`); test scores come from the shipped numpy forward and include the number rule.
+Baselines in the same run: the MiniLM cosine alone, and a logistic regression over the same FEATURES
+(the previous shipped form).
 
 `--write` trains the shipped model on all pairs (epochs: the median the by-abstract folds chose;
 threshold: the one keeping `--recall` of backed pairs among the by-abstract out-of-fold scores) and
-writes `tools/assets/support_head.npz`.
+writes `librarian/answers/assets/support_head.npz`.
 
 Labels are SciFact's: a rationale backs the claim whether it SUPPORTs or CONTRADICTs it (a third of
 the rationale sets contradict), so this measures whether a sentence is the evidence, not entailment.
@@ -111,8 +112,8 @@ def answer_floor(folder: Path, floor: float) -> None:
     the question and any sentence, as the answerer computes it. The floor is set by hand, not fitted."""
     from sklearn.metrics import roc_auc_score
 
-    from librarian.answers.citations import split_sentences
     from librarian.answers.support import bundled_embedder
+    from librarian.text.sentences import split_sentences
 
     paragraphs = {}
     for line in (folder / "corpus.jsonl").open():

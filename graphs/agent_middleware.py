@@ -15,8 +15,10 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware, before_model
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
+from langgraph.runtime import Runtime
 
 from graphs.agent_state import LibrarianAgentState
+from graphs.context import LibrarianContext
 from librarian.answers.numbering import renumber_search_results
 from librarian.answers.verify import judge_for, support_scorer, verify_message
 from librarian.stack import Stack
@@ -24,13 +26,15 @@ from tools.graph_tools import RENDERERS as GRAPH_RENDERERS
 
 
 @before_model(state_schema=LibrarianAgentState, name="renumber_citations")
-def renumber_citations(state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
+def renumber_citations(
+    state: LibrarianAgentState, runtime: Runtime[LibrarianContext]
+) -> dict[str, Any] | None:
     """Give parallel searches' excerpts their final `[n]` before the model cites them."""
     fixed = renumber_search_results(state.get("messages", []), state.get("sources") or [], GRAPH_RENDERERS)
     return {"messages": fixed} if fixed else None
 
 
-class VerifyCitations(AgentMiddleware):
+class VerifyCitations(AgentMiddleware[LibrarianAgentState, LibrarianContext]):
     """`after_agent`: citation records for the final answer; unsupported sentences marked or dropped."""
 
     state_schema = LibrarianAgentState
@@ -44,7 +48,9 @@ class VerifyCitations(AgentMiddleware):
     def name(self) -> str:
         return "verify_citations"
 
-    def after_agent(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
+    def after_agent(
+        self, state: LibrarianAgentState, runtime: Runtime[LibrarianContext]
+    ) -> dict[str, Any] | None:
         messages = state.get("messages") or []
         final = messages[-1] if messages else None
         if not isinstance(final, AIMessage) or final.tool_calls:
@@ -62,6 +68,8 @@ class VerifyCitations(AgentMiddleware):
             update["messages"] = [replacement]
         return update
 
-    async def aafter_agent(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
+    async def aafter_agent(
+        self, state: LibrarianAgentState, runtime: Runtime[LibrarianContext]
+    ) -> dict[str, Any] | None:
         # The scorer runs MiniLM (and the judge a sync model call): off the event loop.
         return await asyncio.to_thread(self.after_agent, state, runtime)

@@ -3,24 +3,28 @@
 The answer itself is drafted by `librarian.answers.extractive` (search) or `librarian.answers.modes`
 (a question the mode chooser sends to the knowledge graph: themes/overview to global, named entities
 to local, when the organization has a published graph). This graph checks the draft's citations,
-streams the reply as message chunks (`stream_mode="messages"`) so chat clients show progress, and
-writes the same state as the chat-model agent: numbered `sources`, verified `citations`.
+streams the reply a line at a time to the `messages` / `messages-tuple` stream modes so chat clients
+show progress, and writes the same state as the chat-model agent: numbered `sources`, verified
+`citations`.
+
+The chunks go out through LangGraph's `push_message`, not through a chat model, so they reach exactly
+those two stream modes: `astream_events` shows no `on_chat_model_*` event for the answer, and streams
+that carry only chat models' content-block events (`stream_events(version="v3")`, the server's
+protocol v2 routes) carry none of it; their clients read the answer from the state.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Callable
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import push_message
 from langgraph.runtime import get_runtime
-from pydantic import Field
 
 from graphs.agent_state import LibrarianAgentState
 from graphs.context import LibrarianContext, organization_of
@@ -30,58 +34,35 @@ from librarian.stack import Stack
 from librarian.sync import run_sync
 
 
-class PreparedReply(BaseChatModel):
-    """A chat model that says one prepared text, streamed a line at a time.
+def streamed_reply(text: str, draft: Draft) -> AIMessage:
+    """The reply the node stores, after sending it to `messages` / `messages-tuple` as chunks.
 
-    Why a model: LangGraph streams message chunks (`stream_mode="messages"`) from chat-model runs inside
-    nodes, so the extractive answer goes through the same callbacks as a real model's tokens and chat
-    clients show it arriving, with no second streaming protocol to support.
+    Chat clients join chunks by message id and show them as they arrive, as they do a chat model's
+    tokens: so every chunk carries the stored reply's id, and only the last its `response_metadata`,
+    which makes the merged chunks equal the reply. `state_key=None` because the node's own update
+    stores the reply with its citations; LangGraph then does not stream it again, its id having been
+    streamed. Without a `messages` stream (`invoke`, other modes) `push_message` sends nothing.
     """
-
-    reply: str
-    metadata_out: dict[str, Any] = Field(default_factory=dict)
-
-    @property
-    def _llm_type(self) -> str:
-        return "librarian-extractive"
-
-    def _pieces(self) -> list[str]:
-        lines = self.reply.split("\n")
-        return [line + "\n" for line in lines[:-1]] + [lines[-1]]
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        message = AIMessage(content=self.reply, response_metadata=dict(self.metadata_out))
-        return ChatResult(generations=[ChatGeneration(message=message)])
-
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        pieces = self._pieces()
-        for i, piece in enumerate(pieces):
-            last = i == len(pieces) - 1
-            chunk = ChatGenerationChunk(
-                message=AIMessageChunk(
-                    content=piece,
-                    response_metadata=dict(self.metadata_out) if last else {},
-                    chunk_position="last" if last else None,
-                )
-            )
-            if run_manager is not None:
-                run_manager.on_llm_new_token(piece, chunk=chunk)
-            yield chunk
+    reply = AIMessage(
+        content=text,
+        id=str(uuid.uuid4()),
+        response_metadata={"answer_mode": "extractive", "retrieval_mode": draft.mode},
+    )
+    lines = text.split("\n")
+    pieces = [line + "\n" for line in lines[:-1]] + [lines[-1]]
+    for i, piece in enumerate(pieces):
+        last = i == len(pieces) - 1
+        chunk = AIMessageChunk(
+            content=piece,
+            id=reply.id,
+            response_metadata=dict(reply.response_metadata) if last else {},
+            chunk_position="last" if last else None,
+        )
+        push_message(chunk, state_key=None)
+    return reply
 
 
-def final_update(draft: Draft, reply: BaseMessage, records: list[Any]) -> dict[str, Any]:
+def final_update(draft: Draft, reply: AIMessage, records: list[Any]) -> dict[str, Any]:
     """The node's state update: the reply, its citation records, the sources it retrieved."""
     if any(r["action"] != "kept" for r in records):  # offsets in `citations` refer to the draft
         reply = reply.model_copy(
@@ -93,10 +74,6 @@ def final_update(draft: Draft, reply: BaseMessage, records: list[Any]) -> dict[s
     return update
 
 
-def prepared(text: str, draft: Draft) -> PreparedReply:
-    return PreparedReply(reply=text, metadata_out={"answer_mode": "extractive", "retrieval_mode": draft.mode})
-
-
 def build_extractive_agent(
     stack: Callable[[], Stack], checkpointer: Any = None, *, graph_routing: bool = True
 ):
@@ -105,6 +82,7 @@ def build_extractive_agent(
     published knowledge graph (`librarian.answers.modes.graph_draft`); without a graph, for a plain lookup,
     or when the graph finds nothing, from search as before. `invoke` and `ainvoke` both work; the async
     path awaits the graph retrieval in the run's own task, so cancelling the run stops it."""
+
     def retrieve_and_quote(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         organization_id = organization_of(config, get_runtime(LibrarianContext))
         current = stack()
@@ -115,7 +93,7 @@ def build_extractive_agent(
             draft = run_sync(graph_draft(current, organization_id, question, known))
         draft = draft or search_draft(current, organization_id, question, known)
         text, records = checked(current, draft, known)
-        return final_update(draft, prepared(text, draft).invoke(messages, config), records)
+        return final_update(draft, streamed_reply(text, draft), records)
 
     async def aretrieve_and_quote(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         organization_id = organization_of(config, get_runtime(LibrarianContext))
@@ -126,8 +104,7 @@ def build_extractive_agent(
         if draft is None:
             draft = await asyncio.to_thread(search_draft, current, organization_id, question, known)
         text, records = await asyncio.to_thread(checked, current, draft, known)
-        reply = await prepared(text, draft).ainvoke(messages, config)
-        return final_update(draft, reply, records)
+        return final_update(draft, streamed_reply(text, draft), records)
 
     # One node with a sync and an async body (public API: RunnableLambda), so `invoke` works in a
     # notebook and `ainvoke` (the server) awaits the graph retrieval in the run's own task.

@@ -1,4 +1,5 @@
-"""The graph index build: one run per organization on thread `{org}:graph` (server: uuid5 of it).
+"""The graph index build: one run per organization on thread `{org}:graph` (server: uuid5 of it; both
+ids are `librarian.runs.threads.graph_thread_id` and `graph_server_thread_id`).
 
     await_ingests ─► collect ─► Send × stale documents ─► extract_document ─► merge
                         └──────────────(nothing stale)────────────────────────┘   │
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer, RetryPolicy
 
 from graphs.context import LibrarianContext
@@ -37,12 +39,9 @@ PROVIDER_RETRY = RetryPolicy(max_attempts=3, initial_interval=1.0, backoff_facto
 EXTRACT_WORKERS = 2  # documents extracted at once (spaCy is CPU-bound; the machine has few cores)
 
 
-def thread_id(organization_id: str) -> str:
-    """Plain-Python thread id of an organization's graph build; the server uses uuid5 of it."""
-    return f"{organization_id}:graph"
-
-
-def build_graph_index_graph(stack: StackSupplier = get_stack, checkpointer: Checkpointer = None):
+def build_graph_index_graph(
+    stack: StackSupplier = get_stack, checkpointer: Checkpointer = None
+) -> CompiledStateGraph:
     """Compile the build graph over the given providers (default: from the environment)."""
     nodes = GraphIndexNodes(stack)
     builder = StateGraph(

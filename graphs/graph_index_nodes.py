@@ -19,9 +19,10 @@ from urllib.parse import unquote
 
 import numpy as np
 from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import Overwrite, Send
 
-from graphs.context import organization_of
+from graphs.context import LibrarianContext, organization_of
 from graphs.graph_index_state import DocumentInfo, ExtractJob, GraphIndexState, SkippedDocument
 from librarian.graph.communities import annotate, detect_communities, index_claims, member_claims
 from librarian.graph.extract import extractor_key, get_extractor
@@ -30,6 +31,7 @@ from librarian.graph.model import ChunkRef, Community, DocumentRef
 from librarian.graph.store import OrgGraph
 from librarian.graph.summarize import CommunityContext, get_summarizer
 from librarian.index.base import record_id_prefix
+from librarian.runs.ingest_idle import wait_for_ingests
 from librarian.stack import Stack
 
 log = logging.getLogger(__name__)
@@ -115,7 +117,9 @@ class GraphIndexNodes:
     def __init__(self, stack: StackSupplier) -> None:
         self._stack = stack
 
-    def _graph(self, config: RunnableConfig, runtime: Any) -> tuple[Stack, str, OrgGraph]:
+    def _graph(
+        self, config: RunnableConfig, runtime: Runtime[LibrarianContext]
+    ) -> tuple[Stack, str, OrgGraph]:
         org = organization_of(config, runtime)
         stack = self._stack()
         return stack, org, stack.graph_store.scope(org)
@@ -129,18 +133,16 @@ class GraphIndexNodes:
         """On the server, a build scheduled by a document change waits for the organization's ingests."""
         if not state.get("waitForIngests"):
             return {}
-        from langgraph.runtime import get_runtime
-
-        from graphs.context import LibrarianContext
-        from services.graph_index_runs import wait_for_ingests
-
+        # a RunnableLambda (sync and async twins) is not handed the runtime: read the current one
         org = organization_of(config, get_runtime(LibrarianContext))
         if not await wait_for_ingests(org):
             log.warning("graph build of %s starts while ingests are still running (deadline passed)", org)
         return {}
 
     # --- collect --------------------------------------------------------------------------------
-    def collect(self, state: GraphIndexState, config: RunnableConfig, runtime: Any) -> dict[str, Any]:
+    def collect(
+        self, state: GraphIndexState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
+    ) -> dict[str, Any]:
         """Indexed documents, and which of them need (re-)extraction. Resets the per-run fields."""
         started = time.perf_counter()
         stack, org, graph = self._graph(config, runtime)
@@ -180,7 +182,9 @@ class GraphIndexNodes:
         return jobs or "merge"
 
     # --- extract_document -------------------------------------------------------------------------
-    def extract_document(self, job: ExtractJob, config: RunnableConfig, runtime: Any) -> dict[str, Any]:
+    def extract_document(
+        self, job: ExtractJob, config: RunnableConfig, runtime: Runtime[LibrarianContext]
+    ) -> dict[str, Any]:
         """Extract one document from its cached parse and cache the result; never fails the build."""
         started = time.perf_counter()
         stack, org, graph = self._graph(config, runtime)
@@ -217,7 +221,9 @@ class GraphIndexNodes:
         return {"extracted": [result]}
 
     # --- merge ------------------------------------------------------------------------------------
-    def merge(self, state: GraphIndexState, config: RunnableConfig, runtime: Any) -> dict[str, Any]:
+    def merge(
+        self, state: GraphIndexState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
+    ) -> dict[str, Any]:
         """Cached extractions of the indexed documents → a new (building) version with provenance."""
         started = time.perf_counter()
         stack, org, graph = self._graph(config, runtime)
@@ -266,7 +272,9 @@ class GraphIndexNodes:
         }
 
     # --- communities ------------------------------------------------------------------------------
-    def communities(self, state: GraphIndexState, config: RunnableConfig, runtime: Any) -> dict[str, Any]:
+    def communities(
+        self, state: GraphIndexState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
+    ) -> dict[str, Any]:
         """Hierarchical Leiden over the new version's edges, started from the published partition (so
         communities the change does not reach keep their members); fingerprints for summary reuse."""
         started = time.perf_counter()
@@ -292,7 +300,9 @@ class GraphIndexNodes:
         return {"communitiesPerLevel": dict(per_level), "timings": timings}
 
     # --- summarize ----------------------------------------------------------------------------------
-    def summarize(self, state: GraphIndexState, config: RunnableConfig, runtime: Any) -> dict[str, Any]:
+    def summarize(
+        self, state: GraphIndexState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
+    ) -> dict[str, Any]:
         """Reuse summaries whose fingerprint is unchanged; write the rest, finest level first."""
         started = time.perf_counter()
         stack, _org, graph = self._graph(config, runtime)
@@ -342,7 +352,9 @@ class GraphIndexNodes:
         return {"summariesReused": reused, "summariesWritten": written, "timings": timings}
 
     # --- embed ----------------------------------------------------------------------------------------
-    def embed(self, state: GraphIndexState, config: RunnableConfig, runtime: Any) -> dict[str, Any]:
+    def embed(
+        self, state: GraphIndexState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
+    ) -> dict[str, Any]:
         """Embed the summaries that are new in this version (reused ones kept their vectors)."""
         started = time.perf_counter()
         stack, _org, graph = self._graph(config, runtime)
@@ -359,7 +371,9 @@ class GraphIndexNodes:
         return {"timings": timings}
 
     # --- publish ----------------------------------------------------------------------------------------
-    def publish(self, state: GraphIndexState, config: RunnableConfig, runtime: Any) -> dict[str, Any]:
+    def publish(
+        self, state: GraphIndexState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
+    ) -> dict[str, Any]:
         """Switch the published version in one transaction (readers saw the old one until now)."""
         started = time.perf_counter()
         _stack, _org, graph = self._graph(config, runtime)

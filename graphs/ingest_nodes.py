@@ -17,9 +17,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite, Send
 
-from graphs.context import organization_of
+from graphs.context import LibrarianContext, organization_of
 from graphs.ingest_state import ChunkRecord, IngestState, UpsertJob
 from librarian.errors import DocumentError, InvalidPathError
 from librarian.files.paths import filename_of, validate_document_path
@@ -175,7 +176,9 @@ class IngestNodes:
         return self._offload is not None
 
     # --- load_file ---------------------------------------------------------------------------
-    def load_file(self, state: IngestState, config: RunnableConfig, runtime: Any) -> Command:
+    def load_file(
+        self, state: IngestState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
+    ) -> Command:
         """Check the file and route: missing/empty/invalid → delete_vectors (skip), else parse.
 
         Also resets the per-run fields, `indexedCount` included, because reducers keep adding
@@ -205,7 +208,9 @@ class IngestNodes:
         )
 
     # --- parse -----------------------------------------------------------------------------------
-    def parse(self, state: IngestState, config: RunnableConfig, runtime: Any) -> Command:
+    def parse(
+        self, state: IngestState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
+    ) -> Command:
         """Parse once per (content hash, parser settings): a hit in the cache beside the file wins.
 
         Retries of this node and re-embeds therefore never pay for a second parse.
@@ -219,7 +224,9 @@ class IngestNodes:
             return job.failed(exc)
         return self._parse_done(job, result)
 
-    async def aparse(self, state: IngestState, config: RunnableConfig, runtime: Any) -> Command:
+    async def aparse(
+        self, state: IngestState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
+    ) -> Command:
         """`parse` for the server: the parser runs in the low-priority ingest worker process."""
         job = await asyncio.to_thread(self._parse_start, state, config, runtime)
         if isinstance(job, Command):
@@ -233,7 +240,9 @@ class IngestNodes:
             return job.failed(exc)
         return await asyncio.to_thread(self._parse_done, job, result)
 
-    def _parse_start(self, state: IngestState, config: RunnableConfig, runtime: Any) -> Command | _ParseJob:
+    def _parse_start(
+        self, state: IngestState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
+    ) -> Command | _ParseJob:
         """Everything before the parser: read, hash, page limit, cache lookup (a hit ends here)."""
         raise_if_cancelled(runtime)
         org = organization_of(config, runtime)
@@ -261,7 +270,9 @@ class IngestNodes:
         return Command(goto="map_chunks", update={**base, "parseCacheHit": False})
 
     # --- map_chunks ------------------------------------------------------------------------------
-    def map_chunks(self, state: IngestState, config: RunnableConfig, runtime: Any) -> dict[str, Any]:
+    def map_chunks(
+        self, state: IngestState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
+    ) -> dict[str, Any]:
         """Cached parse result → flat chunk records (no re-chunking of the parser's chunks)."""
         org = organization_of(config, runtime)
         stack = self._stack()
@@ -285,7 +296,9 @@ class IngestNodes:
         return {"chunks": chunks}
 
     # --- delete_vectors --------------------------------------------------------------------------
-    def delete_vectors(self, state: IngestState, config: RunnableConfig, runtime: Any) -> dict[str, Any]:
+    def delete_vectors(
+        self, state: IngestState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
+    ) -> dict[str, Any]:
         """Delete the path's vectors: overwrite and skip both start here (invariant 3)."""
         org = organization_of(config, runtime)
         with path_fence(org, state["path"]):
@@ -314,7 +327,9 @@ class IngestNodes:
         ]
 
     # --- upsert_batch ------------------------------------------------------------------------------
-    def upsert_batch(self, job: UpsertJob, config: RunnableConfig, runtime: Any) -> dict[str, Any]:
+    def upsert_batch(
+        self, job: UpsertJob, config: RunnableConfig, runtime: Runtime[LibrarianContext]
+    ) -> dict[str, Any]:
         """Embed `embedText` (dense + sparse) and upsert with `text` stored in metadata."""
         org = organization_of(config, runtime)
         stack = self._stack()
@@ -324,7 +339,9 @@ class IngestNodes:
         sparse = stack.sparse.embed_documents(texts)
         return self._write(org, job, dense, sparse, runtime)
 
-    async def aupsert_batch(self, job: UpsertJob, config: RunnableConfig, runtime: Any) -> dict[str, Any]:
+    async def aupsert_batch(
+        self, job: UpsertJob, config: RunnableConfig, runtime: Runtime[LibrarianContext]
+    ) -> dict[str, Any]:
         """`upsert_batch` for the server: embedding runs in the low-priority ingest worker process."""
         org = organization_of(config, runtime)
         raise_if_cancelled(runtime)
@@ -333,7 +350,9 @@ class IngestNodes:
         dense, sparse = await self._offload.embed(self._stack().settings, org, texts)
         return await asyncio.to_thread(self._write, org, job, dense, sparse, runtime)
 
-    def _write(self, org: str, job: UpsertJob, dense: list, sparse: list, runtime: Any) -> dict[str, Any]:
+    def _write(
+        self, org: str, job: UpsertJob, dense: list, sparse: list, runtime: Runtime[LibrarianContext]
+    ) -> dict[str, Any]:
         records = [vector_record(job, c, d, s) for c, d, s in zip(job["chunks"], dense, sparse, strict=True)]
         # A cancelled run writes nothing from here on; the fence orders this write against the
         # follow-up run's delete, so what was written before the cancel is deleted after it.

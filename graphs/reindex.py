@@ -8,10 +8,9 @@ against a new index to convert one built under another embedding contract (`rein
 
 from __future__ import annotations
 
-from typing import Any
-
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import START, StateGraph
+from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from graphs.context import LibrarianContext, organization_of
@@ -26,7 +25,9 @@ from librarian.stack import get_stack
 
 
 class ReindexNodes(IngestNodes):
-    def load_cached_parse(self, state: IngestState, config: RunnableConfig, runtime: Any) -> Command:
+    def load_cached_parse(
+        self, state: IngestState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
+    ) -> Command:
         """Find the cached parse of the file's current bytes; without one there is nothing to do."""
         org = organization_of(config, runtime)
         stack = self._stack()

@@ -64,10 +64,12 @@ def add_eval_commands(subparsers: Any) -> argparse.ArgumentParser:
 
 def run_eval(args: argparse.Namespace) -> int:
     """Run the chosen evaluation and print its report; 2 on unreadable data (message, no traceback)."""
+    from evals.answers import evaluate_answers
+    from evals.corpus import ingested
+    from evals.retrieval import evaluate_retrieval
     from librarian.evaluation.data import EvalDataError, load_beir, load_qa
     from librarian.evaluation.report import to_html, to_json, to_text
     from librarian.settings import load_settings
-    from evals.runner import evaluate_answers, evaluate_retrieval, ingested
 
     def progress(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
@@ -105,8 +107,8 @@ def run_eval(args: argparse.Namespace) -> int:
 
 def build_graph(stack: Any, progress: Callable[[str], None]) -> None:
     """Build (or refresh) the evaluation organization's graph index, so answers may route to it."""
+    from evals.corpus import ORG
     from librarian_cli.graph import graph_build
-    from evals.runner import ORG
 
     started = time.perf_counter()
     report = graph_build(ORG, stack=stack)

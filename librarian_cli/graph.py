@@ -1,6 +1,6 @@
 """`librarian graph build --org ORG` and `librarian graph status --org ORG`, kept out of the CLI file.
 
-`librarian_cli/__init__.py` wires them with `add_graph_commands(subparsers)` and dispatches `graph` to
+`librarian_cli/commands.py` wires them with `add_graph_commands(subparsers)` and dispatches `graph` to
 `cmd_graph`. The build runs in this process on the configured checkpointer (thread `{org}:graph`), so
 `status` reads the same last build whether it ran here or in a notebook on the same data directory.
 """
@@ -30,8 +30,8 @@ def graph_build(
     org: str, progress: Progress | None = None, *, force: bool = False, stack: Stack | None = None
 ) -> dict[str, Any]:
     """Build (or incrementally rebuild) `org`'s graph index; `progress(node, update)` sees every step."""
-    from services.graph_index_service import GraphIndexService
     from librarian.checkpoint import sync_checkpointer
+    from services.graph_index_service import GraphIndexService
 
     stack = stack or _stack()
     with sync_checkpointer(stack.settings) as checkpointer:
@@ -40,8 +40,8 @@ def graph_build(
 
 def graph_status(org: str, *, stack: Stack | None = None) -> dict[str, Any]:
     """Version, counts per level, last build and stale documents of `org`'s graph index."""
-    from services.graph_index_service import GraphIndexService
     from librarian.checkpoint import sync_checkpointer
+    from services.graph_index_service import GraphIndexService
 
     stack = stack or _stack()
     with sync_checkpointer(stack.settings) as checkpointer:

@@ -9,7 +9,6 @@ returns the thread's latest snapshot with its runs, newest first.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import threading
 import uuid
@@ -19,15 +18,15 @@ from contextvars import ContextVar
 from types import SimpleNamespace
 from typing import Any
 
-from filelock import FileLock
-
-from librarian.runs import cancellation
 from graphs.ingest import build_ingest_graph
 from graphs.reindex import build_reindex_graph
 from librarian.errors import ConfigError, ContractMismatchError, TenantError
+from librarian.locks import KeyedLocks
+from librarian.runs import cancellation
+from librarian.runs.server_client import sdk_client, thread_runs
 from librarian.runs.threads import server_thread_id, thread_id
 from librarian.stack import Stack
-from services.documents import ACTIVE_RUN_STATES, RunRef
+from services.run_backend import ACTIVE_RUN_STATES, RunRef
 
 logger = logging.getLogger(__name__)
 
@@ -38,16 +37,16 @@ _observer: ContextVar[Observer | None] = ContextVar("librarian_ingest_observer",
 class LocalRuns:
     """Runs the graphs directly on a sync checkpointer, in a worker thread per call.
 
-    Serialization per path is a thread lock plus a file lock (other processes on the same data
-    directory). Cancel sets the run's flag; the run stops before its next vector write.
+    Serialization per path is `KeyedLocks`: a thread lock plus a file lock (other processes on the
+    same data directory). Cancel sets the run's flag; the run stops before its next vector write.
     """
 
     def __init__(self, stack: Stack, checkpointer: Any) -> None:
         self.stack = stack
         self.ingest_graph = build_ingest_graph(lambda: stack, checkpointer)
         self.reindex_graph = build_reindex_graph(lambda: stack, checkpointer)
-        self._locks: dict[str, threading.Lock] = {}
-        self._guard = threading.Lock()
+        self._locks = KeyedLocks(stack.settings.data_dir / "locks")
+        self._guard = threading.Lock()  # guards `_active`
         self._active: dict[str, set[str]] = {}  # thread key -> run ids started or waiting
 
     def thread_of(self, org: str, path: str) -> str:
@@ -61,16 +60,6 @@ class LocalRuns:
             yield
         finally:
             _observer.reset(token)
-
-    @contextmanager
-    def _serialized(self, key: str) -> Iterator[None]:
-        with self._guard:
-            lock = self._locks.setdefault(key, threading.Lock())
-        lock_dir = self.stack.settings.data_dir / "locks"
-        lock_dir.mkdir(parents=True, exist_ok=True)
-        digest = hashlib.sha256(key.encode()).hexdigest()[:32]
-        with lock, FileLock(str(lock_dir / f"{digest}.lock")):
-            yield
 
     async def start(
         self,
@@ -99,12 +88,12 @@ class LocalRuns:
 
     def resume(self, org: str, path: str) -> None:
         config = {"configurable": {"thread_id": thread_id(org, path)}}
-        with self._serialized(thread_id(org, path)):
+        with self._locks.hold(thread_id(org, path)):
             if self.ingest_graph.get_state(config).next:
                 self._stream(self.ingest_graph, None, org, path, str(uuid.uuid4()), None)
 
     def _run(self, graph: Any, run_input: Any, org: str, path: str, run_id: str, on_update: Any) -> None:
-        with self._serialized(thread_id(org, path)):
+        with self._locks.hold(thread_id(org, path)):
             if cancellation.is_cancelled(run_id):
                 return  # cancelled while it waited for the path: it never started
             self._stream(graph, run_input, org, path, run_id, on_update)
@@ -153,9 +142,7 @@ class ServerRuns:
     @property
     def client(self) -> Any:
         if self._client is None:
-            from langgraph_sdk import get_client
-
-            self._client = get_client()
+            self._client = sdk_client()
         return self._client
 
     def thread_of(self, org: str, path: str) -> str:
@@ -185,17 +172,9 @@ class ServerRuns:
         await self.client.threads.update(thread, metadata=metadata)
         return RunRef(thread_id=thread, run_id=run["run_id"])
 
-    async def _runs(self, thread: str) -> list[dict[str, Any]]:
-        from langgraph_sdk.errors import NotFoundError
-
-        try:
-            return list(await self.client.runs.list(thread, limit=20))
-        except NotFoundError:
-            return []
-
     async def cancel_active(self, org: str, path: str) -> int:
         thread = server_thread_id(org, path)
-        active = [r for r in await self._runs(thread) if r["status"] in ACTIVE_RUN_STATES]
+        active = [r for r in await thread_runs(self.client, thread) if r["status"] in ACTIVE_RUN_STATES]
         for run in active:
             cancellation.cancel_run(run["run_id"])
         for run in active:
@@ -214,4 +193,4 @@ class ServerRuns:
         snapshot = SimpleNamespace(
             values=state.get("values") or {}, next=state.get("next") or [], tasks=tasks
         )
-        return snapshot, await self._runs(thread)
+        return snapshot, await thread_runs(self.client, thread)

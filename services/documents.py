@@ -6,42 +6,39 @@ deleted document's status is `deleted` everywhere, a cancelled one's `cancelled`
 
 The split:
 
+    document_status    how a status is read (`services/document_status.py`): the latest checkpoint of
+                       the document's (organization, path) thread, corrected by that thread's runs
+                       that are still queued or running. Status is never stored apart.
+    run_backend        what the operations need from a runs backend (`services/run_backend.py`).
     DocumentOps        the operations' logic, async: validation, size limit, existence, the order
                        of effects (cancel the path's running ingest, vectors first, then the file,
-                       then a follow-up run on the path's thread), and how a status is read.
+                       then a follow-up run on the path's thread).
     runs backend       where ingest runs execute (`services/document_runs.py`):
         LocalRuns      plain Python: runs the graphs directly, serialized per path, cancelled by a flag.
         ServerRuns     the LangGraph server: enqueues runs with the in-process SDK client and cancels
                        them with `runs.cancel`; `server.py` only translates HTTP to `DocumentOps`.
     DocumentService    the plain-Python front door (CLI, tests, notebooks): `DocumentOps` over
                        `LocalRuns`, with blocking methods and their `a`-prefixed async twins.
-
-Status is never stored apart: it is the latest checkpoint of the document's (organization, path)
-thread, corrected by that thread's runs that are still queued or running.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from librarian.errors import FileTooLargeError, LibrarianError
 from librarian.files.paths import document_path, validate_document_path
+from librarian.runs.threads import thread_id
 from librarian.stack import Stack
 from librarian.sync import run_sync
 from librarian.tenancy import validate_organization_id
+from services.document_status import DocumentStatus, document_status
+from services.run_backend import RunBackend, RunRef
 
 if TYPE_CHECKING:
     from langgraph.types import Checkpointer
 
-logger = logging.getLogger(__name__)
-
-T = TypeVar("T")
-ACTIVE_RUN_STATES = ("pending", "running")
-FAILED_RUN_STATES = ("error", "timeout")
 # Follow-up runs: the ingest graph deletes the path's vectors and ends with this status.
 CLEANUPS = ("deleted", "cancelled")
 
@@ -56,137 +53,6 @@ class NoActiveIngestError(LibrarianError):
     """Cancel was asked for a document with no queued or running ingest."""
 
     code = "no_active_ingest"
-
-
-@dataclass
-class DocumentStatus:
-    path: str
-    status: str  # indexed | skipped | failed | running | queued | deleted | cancelled | not_ingested
-    chunkCount: int = 0
-    reason: str | None = None
-    error: str | None = None
-    contentHash: str | None = None
-    parser: str | None = None
-    updatedAt: str | None = None
-    sizeBytes: int | None = None
-    threadId: str | None = None
-    queuedRuns: int | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON shape: optional run details are left out rather than sent as null."""
-        data = asdict(self)
-        for key in ("threadId", "queuedRuns"):
-            if data[key] is None:
-                del data[key]
-        return data
-
-
-@dataclass(frozen=True)
-class RunRef:
-    """Where a started run lives: the document's thread and the run's id."""
-
-    thread_id: str
-    run_id: str
-
-
-def _is_cancel_error(error: Any) -> bool:
-    return "IngestCancelledError" in f"{type(error).__name__} {error!r}"
-
-
-def status_from_snapshot(path: str, snapshot: Any) -> DocumentStatus:
-    """Read a document status off its thread's latest checkpoint.
-
-    A checkpoint with pending tasks is either running or died; a task error means failed (or
-    cancelled, when the error is the cancel flag).
-    """
-    values = dict(snapshot.values or {}) if snapshot is not None else {}
-    if not values:
-        return DocumentStatus(path=path, status="not_ingested")
-    common = {
-        "path": path,
-        "contentHash": values.get("contentHash"),
-        "parser": values.get("parser"),
-        "updatedAt": values.get("updatedAt") or values.get("startedAt"),
-        "sizeBytes": values.get("sizeBytes"),
-    }
-    if snapshot.next:
-        errors = [t.error for t in snapshot.tasks if getattr(t, "error", None)]
-        if errors and all(_is_cancel_error(e) for e in errors):
-            return DocumentStatus(
-                status="cancelled", error="cancelled", reason="the ingest was cancelled", **common
-            )
-        if errors:
-            return DocumentStatus(status="failed", error="ingest_error", reason=str(errors[0]), **common)
-        return DocumentStatus(status="running", chunkCount=values.get("indexedCount", 0), **common)
-    return DocumentStatus(
-        status=values.get("status", "not_ingested"),
-        chunkCount=values.get("chunkCount", 0),
-        reason=values.get("reason"),
-        error=values.get("error"),
-        **common,
-    )
-
-
-def read_status(checkpointer: Any, org: str, path: str) -> DocumentStatus:
-    """A document's status straight from a checkpointer, without importing or compiling the graphs.
-
-    For fast readers (the CLI's `status`): the latest checkpoint's values, with its error writes as
-    failed tasks. A run still in progress (or one that died) shows `running`, as `get_state` would.
-    """
-    from types import SimpleNamespace
-
-    from librarian.runs.threads import thread_id
-
-    found = checkpointer.get_tuple({"configurable": {"thread_id": thread_id(org, path), "checkpoint_ns": ""}})
-    if found is None:
-        return status_from_snapshot(path, None)
-    values = dict(found.checkpoint.get("channel_values") or {})
-    tasks = [
-        SimpleNamespace(error=v) for (_, channel, v) in found.pending_writes or () if channel == "__error__"
-    ]
-    pending = values.get("status") == "running" or bool(tasks)
-    return status_from_snapshot(
-        path, SimpleNamespace(values=values, next=("pending",) if pending else (), tasks=tasks)
-    )
-
-
-def document_status(path: str, snapshot: Any, runs: list[dict[str, Any]]) -> DocumentStatus:
-    """The checkpoint's status, corrected by the thread's runs (newest first) still queued or running."""
-    status = status_from_snapshot(path, snapshot)
-    active = [r for r in runs if r.get("status") in ACTIVE_RUN_STATES]
-    if active:
-        status.status = "running" if any(r["status"] == "running" for r in active) else "queued"
-        status.queuedRuns = len(active)
-    elif runs and runs[0].get("status") in FAILED_RUN_STATES and status.status != "failed":
-        status.status, status.error = "failed", "run_failed"
-        status.reason = f"the ingest run ended: {runs[0]['status']}"
-    return status
-
-
-class RunBackend(Protocol):
-    """Where ingest runs execute: `LocalRuns` (plain Python) or `ServerRuns` (LangGraph server)."""
-
-    def thread_of(self, org: str, path: str) -> str: ...
-
-    async def start(
-        self,
-        org: str,
-        path: str,
-        run_input: dict[str, Any],
-        *,
-        graph: str = "ingest",
-        owner: str | None = None,
-    ) -> RunRef:
-        """Start a run on the path's thread; runs of one path execute one at a time, in order."""
-        ...
-
-    async def cancel_active(self, org: str, path: str) -> int:
-        """Cancel the path's queued and running runs; how many there were."""
-        ...
-
-    async def state(self, org: str, path: str) -> tuple[Any, list[dict[str, Any]]]:
-        """The thread's latest snapshot (or None) and its runs, newest first."""
-        ...
 
 
 class DocumentOps:
@@ -287,6 +153,8 @@ class DocumentService:
     """
 
     def __init__(self, stack: Stack, checkpointer: Checkpointer) -> None:
+        # Imported here, not above: `LocalRuns` compiles the graphs (seconds of imports), and the CLI
+        # imports this module for `DocumentNotFoundError` on paths that never build a graph.
         from services.document_runs import LocalRuns
 
         self.stack = stack
@@ -299,8 +167,6 @@ class DocumentService:
     @staticmethod
     def config(org: str, path: str) -> dict[str, Any]:
         """The plain-Python run config of a document's thread (for `get_state` in tests/notebooks)."""
-        from librarian.runs.threads import thread_id
-
         return {"configurable": {"thread_id": thread_id(org, path)}}
 
     # --- async twins --------------------------------------------------------------------------

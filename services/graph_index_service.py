@@ -1,95 +1,26 @@
-"""Plain-Python front door of the graph index build (CLI, tests, notebooks) and the status report.
+"""Plain-Python front door of the graph index build (CLI, tests, notebooks).
 
 Builds of one organization are serialized (a thread lock plus a file lock in the data directory, so a
-CLI build and a notebook build of the same organization queue instead of racing). The status combines
-the build thread's latest checkpoint (last build) with the store's published version (what queries
-see) and the indexed documents the published version does not reflect yet (stale).
+CLI build and a notebook build of the same organization queue instead of racing). The status report
+is `services.graph_index_status`, read here off this process's checkpointer.
 """
 
 from __future__ import annotations
 
-import hashlib
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
-from filelock import FileLock
 from langgraph.types import Checkpointer
 
-from graphs.graph_index import build_graph_index_graph, thread_id
-from graphs.graph_index_nodes import indexed_documents
-from librarian.graph.model import GraphVersion
+from graphs.graph_index import build_graph_index_graph
+from librarian.errors import ConfigError, ContractMismatchError, TenantError
+from librarian.locks import KeyedLocks
+from librarian.runs.threads import graph_thread_id
 from librarian.stack import Stack
 from librarian.tenancy import validate_organization_id
+from services.graph_index_status import build_status, published_facts, status_report
 
 ProgressCallback = Callable[[str, dict[str, Any]], None]
-
-
-def build_status(values: dict[str, Any], next_nodes: Any, task_errors: list[Any]) -> dict[str, Any]:
-    """The last build as its checkpoint describes it (`never` when the thread has no checkpoint)."""
-    if not values:
-        return {"status": "never"}
-    status = values.get("status") or "running"
-    if next_nodes:
-        status = "failed" if task_errors else "running"
-    out = {
-        "status": status,
-        "startedAt": values.get("startedAt"),
-        "updatedAt": values.get("updatedAt"),
-        "publishedVersion": values.get("publishedVersion"),
-        "documents": len(values.get("documents") or []),
-        "extracted": [r["path"] for r in values.get("extracted") or [] if r.get("status") == "extracted"],
-        "chunksExtracted": sum(
-            int(r.get("chunks", 0)) - int(r.get("chunksReused", 0)) for r in values.get("extracted") or []
-        ),
-        "chunksReused": sum(int(r.get("chunksReused", 0)) for r in values.get("extracted") or []),
-        "failedDocuments": [
-            {"path": r["path"], "reason": r.get("reason")}
-            for r in values.get("extracted") or []
-            if r.get("status") == "failed"
-        ],
-        "skippedDocuments": values.get("skippedDocuments") or [],
-        "summariesReused": values.get("summariesReused", 0),
-        "summariesWritten": values.get("summariesWritten", 0),
-        "extractionsPruned": values.get("extractionsPruned", 0),
-        "timings": values.get("timings") or {},
-    }
-    if task_errors:
-        out["error"] = "build_error"
-        out["reason"] = str(task_errors[0])[:500]
-    return out
-
-
-def status_report(
-    org: str,
-    published: GraphVersion | None,
-    published_docs: dict[str, str],
-    indexed: dict[str, str],
-    last: dict,
-) -> dict[str, Any]:
-    """GET /orgs/{org}/graph and `librarian graph status`: version, counts, last build, staleness."""
-    stale = sorted(p for p, h in indexed.items() if published_docs.get(p) != h)
-    removed = sorted(p for p in published_docs if p not in indexed)
-    report: dict[str, Any] = {
-        "organization_id": org,
-        "version": published.version if published else None,
-        "publishedAt": published.published_at if published else None,
-        "documents": published.documents if published else 0,
-        "entities": published.entities if published else 0,
-        "edges": published.edges if published else 0,
-        "claims": published.claims if published else 0,
-        "communitiesPerLevel": (
-            {str(k): v for k, v in sorted(published.communities_per_level.items())} if published else {}
-        ),
-        "extractor": published.extractor if published else None,
-        "summarizer": published.summarizer if published else None,
-        "lastBuild": last,
-        "staleDocuments": stale,
-        "removedDocuments": removed,
-        "upToDate": published is not None and not stale and not removed,
-    }
-    return report
 
 
 class GraphIndexService:
@@ -98,22 +29,11 @@ class GraphIndexService:
     def __init__(self, stack: Stack, checkpointer: Checkpointer) -> None:
         self.stack = stack
         self.graph = build_graph_index_graph(lambda: stack, checkpointer)
-        self._locks: dict[str, threading.Lock] = {}
-        self._guard = threading.Lock()
+        self._locks = KeyedLocks(stack.settings.data_dir / "locks")
 
     @staticmethod
     def config(org: str) -> dict[str, Any]:
-        return {"configurable": {"thread_id": thread_id(org)}}
-
-    @contextmanager
-    def _serialized(self, org: str) -> Iterator[None]:
-        with self._guard:
-            lock = self._locks.setdefault(org, threading.Lock())
-        lock_dir = self.stack.settings.data_dir / "locks"
-        lock_dir.mkdir(parents=True, exist_ok=True)
-        digest = hashlib.sha256(thread_id(org).encode()).hexdigest()[:32]
-        with lock, FileLock(str(lock_dir / f"{digest}.lock")):
-            yield
+        return {"configurable": {"thread_id": graph_thread_id(org)}}
 
     def build(
         self, org: str, *, force: bool = False, on_update: ProgressCallback | None = None
@@ -121,7 +41,7 @@ class GraphIndexService:
         """Run one build to the end and return the status report. Errors are in the report, not raised,
         except a wrong setup (configuration, tenancy), which no status can describe."""
         validate_organization_id(org)
-        with self._serialized(org):
+        with self._locks.hold(graph_thread_id(org)):
             stream = self.graph.stream(
                 {"force": force}, self.config(org), context={"organization_id": org}, stream_mode="updates"
             )
@@ -130,11 +50,10 @@ class GraphIndexService:
                     if on_update:
                         for node, value in update.items():
                             on_update(node, value if isinstance(value, dict) else {"value": value})
-            except Exception as exc:
-                from librarian.errors import ConfigError, ContractMismatchError, TenantError
-
-                if isinstance(exc, (ConfigError, ContractMismatchError, TenantError)):
-                    raise
+            except (ConfigError, ContractMismatchError, TenantError):
+                raise
+            except Exception:  # the failure is in the checkpoint; the report shows it
+                pass
         return self.status(org)
 
     def last_build(self, org: str) -> dict[str, Any]:
@@ -144,9 +63,5 @@ class GraphIndexService:
 
     def status(self, org: str) -> dict[str, Any]:
         validate_organization_id(org)
-        graph = self.stack.graph_store.scope(org)
-        published = graph.published_version()
-        published_docs = {d.path: d.content_hash for d in graph.documents()} if published else {}
-        documents, _skipped = indexed_documents(self.stack, org)
-        indexed = {d["path"]: d["contentHash"] for d in documents}
+        published, published_docs, indexed = published_facts(self.stack, org)
         return status_report(org, published, published_docs, indexed, self.last_build(org))

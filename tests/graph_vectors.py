@@ -1,10 +1,10 @@
 """Fixture graphs over indexed chunks: what a build could have produced, for the graph tool tests.
 
 A real graph is built from the organization's vector index, and graph answers cite only what that
-index still holds at the graph's content hash (`librarian.graph.query.liveness`). A fixture graph published with
-`tests.graph_fixtures.publish_graph` must therefore have its chunks indexed too: the records are
-written exactly as the ingest writes them (`graphs.ingest_nodes.vector_record`: same ids, metadata
-and `contentHash`), embedded with the stack's own dense and sparse models.
+index still holds at the graph's content hash (`librarian.graph.query.liveness`). A fixture graph
+published with `tests.graph_fixtures.publish_graph` must therefore have its chunks indexed too:
+the records are written exactly as the ingest writes them (`graphs.ingest_nodes.vector_record`:
+same ids, metadata and `contentHash`), embedded with the stack's own dense and sparse models.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import numpy as np
 
 from graphs.ingest_nodes import vector_record
 from librarian.graph.model import ChunkRef
-from tests.graph_fixtures import CHUNKS, build_fixture_graph, fixture_graph, publish_graph
 from librarian.settings import Settings
 from librarian.stack import Stack
+from tests.graph_fixtures import CHUNKS, build_fixture_graph, fixture_graph, publish_graph
 
 
 def index_graph_chunks(stack: Stack, org: str, chunks: dict[str, list[ChunkRef]]) -> int:
@@ -85,6 +85,9 @@ def two_org_fixture_stack(data_dir: Path) -> Stack:
     current = Stack(Settings(data_dir=data_dir))
     build_fixture_graph(current.graph_store, "org-a", name_prefix="A: ")
     build_fixture_graph(current.graph_store, "org-b", name_prefix="B: ")
-    for org in ("org-a", "org-b"):  # graph answers cite only what the index holds (librarian.graph.query.liveness)
+    for org in (
+        "org-a",
+        "org-b",
+    ):  # graph answers cite only what the index holds (librarian.graph.query.liveness)
         index_graph_chunks(current, org, CHUNKS)
     return current

@@ -83,8 +83,14 @@ def render_global(result: dict[str, Any], numbered: list[tuple[int, Source]]) ->
 RENDERERS: dict[str, Renderer] = {"graph_local_search": render_local, "graph_global_search": render_global}
 
 
-def _organization(config: RunnableConfig, runtime: Any) -> tuple[str, ToolRuntime | None]:
-    trusted = runtime if isinstance(runtime, ToolRuntime) else None  # plain Python: no runtime
+def _organization(config: RunnableConfig, runtime: ToolRuntime | None) -> tuple[str, ToolRuntime | None]:
+    """The run's organization, and the runtime only if LangGraph injected it.
+
+    Inside an agent LangGraph injects `runtime`; called directly, the tool gets whatever the caller put
+    under `"runtime"` in its input (or nothing), so the annotation alone is no proof: only a real
+    `ToolRuntime` is trusted, to name the organization or to receive the `Command`.
+    """
+    trusted = runtime if isinstance(runtime, ToolRuntime) else None
     return organization_of(config, trusted), trusted
 
 

@@ -10,7 +10,8 @@ Everything else follows Mastra: `query_text` / `top_k` / optional `filter` for t
 given as an object or `{"scorer" | "model", "options": {"weights", "top_k"}}`, per-store
 `database_config`, `include_vectors` / `include_sources`, a store instance or a resolver, and
 per-run overrides (Mastra's request context) under `vector_query` in the run's context or
-`configurable`. It returns `{relevantContext, sources}` with Mastra's `QueryResult` shape.
+`configurable`. It returns `{relevantContext, sources}` with Mastra's `QueryResult` shape
+(`librarian.retrieval.query_results`).
 
 Retrieval itself is `librarian.retrieval.search.retrieve`, the pipeline `search_documents` runs: for the same
 query and settings both tools return the same sources (tests/integration/test_retrieval_core.py).
@@ -32,10 +33,11 @@ from librarian.embeddings.base import DenseEmbedder, SparseEmbedder
 from librarian.index.base import EmbeddingContract, VectorIndex
 from librarian.index.contract import check_contract
 from librarian.index.filters import InvalidFilterError
+from librarian.retrieval.query_results import query_result, query_tool_result
+from librarian.retrieval.reranker import Reranker
+from librarian.retrieval.search import QueryChannels, SearchOptions, retrieve
 from librarian.stack import Stack, get_stack
 from librarian.tenancy import organization_of
-from librarian.retrieval.reranker import Reranked, Reranker
-from librarian.retrieval.search import QueryChannels, SearchOptions, retrieve
 from tools.vector_query_options import (
     QuerySettings,
     StoreOptions,
@@ -104,42 +106,6 @@ def check_query_contract(index: VectorIndex, dense: DenseEmbedder, sparse: Spars
 
 
 # --------------------------------------------------------------------------------------------------
-# results
-
-
-def query_result(item: Reranked, include_vector: bool) -> dict[str, Any]:
-    """Mastra's QueryResult `{id, score, metadata, vector?, document}`, plus the score breakdown."""
-    match = item.match
-    result: dict[str, Any] = {
-        "id": match.id,
-        "score": float(item.score),
-        "metadata": dict(match.metadata),
-        "document": str(match.metadata.get("text", "")),
-        "scores": {
-            "dense": match.dense_score,
-            "sparse": match.sparse_score,
-            "fused": float(match.score),
-            "rerank": item.details.get("rerank"),
-        },
-    }
-    if include_vector:
-        result["vector"] = list(match.values) if match.values is not None else None
-    return result
-
-
-def relevant_context(results: list[dict[str, Any]]) -> str:
-    """Numbered excerpts so an answer can cite `[n]` for `sources[n-1]`."""
-    parts = []
-    for n, result in enumerate(results, start=1):
-        if not result["document"]:
-            continue
-        meta = result["metadata"]
-        where = f" {meta['filename']}, page {meta.get('page', '?')}:" if meta.get("filename") else ""
-        parts.append(f"[{n}]{where}\n{result['document']}")
-    return "\n\n".join(parts)
-
-
-# --------------------------------------------------------------------------------------------------
 # the tool
 
 
@@ -171,6 +137,136 @@ def _and(*filters: dict[str, Any]) -> dict[str, Any]:
     return {"$and": present}
 
 
+@dataclass(frozen=True)
+class VectorQuery:
+    """What `create_vector_query_tool` fixed at creation; a run may override `base`, never the namespace."""
+
+    base: QuerySettings
+    enable_filter: bool
+    model: DenseEmbedder | None
+    reranker: Reranker | None
+    rerank_top_k: int | None
+    vector_store: VectorIndex | VectorStoreResolver | None
+    store_is_instance: bool
+    stack: Callable[[], Stack]
+
+    def run(
+        self, query_text: str, config: RunnableConfig, top_k: int | None, filter: Any, runtime: Any
+    ) -> dict[str, Any]:
+        """One tool call: the run's settings and organization, then the shared retrieval core."""
+        # Only LangGraph's ToolNode makes a ToolRuntime; a `runtime` key in the arguments is not one.
+        context = runtime.context if isinstance(runtime, ToolRuntime) else None
+        organization_id = organization_of(config, runtime)
+        overrides = run_overrides(config, context)
+        settings = apply_overrides(self.base, overrides)
+        model_filter = self.model_filter(filter)
+        current = self.stack()
+        index = self.resolve_store(
+            current, VectorStoreRequest(organization_id, settings.index_name, config or {}, context)
+        )
+        options = settings.database_config.get(store_kind(index), StoreOptions())
+        alpha = current.settings.alpha if options.alpha is None else float(options.alpha)
+        channels = self.channels(current, index, options, alpha)
+        if not query_text.strip():
+            return query_tool_result([], settings.include_sources)
+        k = settings.top_k if "top_k" in overrides else (top_k or settings.top_k)  # Mastra's precedence
+        search_options = SearchOptions(
+            top_k=k,
+            alpha=alpha,
+            candidates=current.settings.candidates,
+            filter=_and(settings.filter, model_filter) or None,
+            min_score=options.min_score,
+            include_values=settings.include_vectors,
+            require_text=False,  # Mastra returns every match; a record without text has document ""
+        )
+        ranked = retrieve(
+            current,
+            organization_id,
+            query_text,
+            search_options,
+            self.reranker,
+            channels,
+            self.rerank_top_k or k,
+        )
+        results = [query_result(item, settings.include_vectors) for item in ranked]
+        return query_tool_result(results, settings.include_sources)
+
+    def model_filter(self, raw: dict[str, Any] | str | None) -> dict[str, Any]:
+        """The model's filter, checked; a bad one goes back to the model as a ToolException to fix."""
+        if not self.enable_filter:
+            return {}
+        try:
+            return check_query_filter(raw)
+        except InvalidFilterError as exc:
+            raise ToolException(str(exc)) from exc
+
+    def resolve_store(self, current: Stack, request: VectorStoreRequest) -> VectorIndex:
+        """The configured store, the resolver's choice, or the stack's index (the default)."""
+        if self.vector_store is None or self.store_is_instance:
+            if request.index_name != self.base.index_name:
+                raise ValueError("index_name can be changed per run only with a vector_store resolver")
+            return self.vector_store if self.store_is_instance else current.index  # type: ignore[return-value]
+        store = self.vector_store(request)  # type: ignore[operator]
+        if not callable(getattr(store, "query", None)):
+            raise TypeError("the vector_store resolver must return a VectorIndex")
+        return store
+
+    def channels(
+        self, current: Stack, index: VectorIndex, options: StoreOptions, alpha: float
+    ) -> QueryChannels:
+        """The query's models and store. A fixed sparse vector (or alpha 1) needs no sparse model."""
+        dense = self.model or current.dense
+        sparse = current.sparse if options.sparse_vector is None and alpha < 1.0 else None
+        check_query_contract(index, dense, sparse)
+        return QueryChannels(
+            index=index,
+            dense=dense,
+            sparse=sparse,
+            sparse_vector=options.sparse_vector,
+            use_sparse=alpha < 1.0,
+        )
+
+
+def configure_vector_query(
+    *,
+    index_name: str | None,
+    model: DenseEmbedder | None,
+    enable_filter: bool,
+    include_vectors: bool,
+    include_sources: bool,
+    reranker: Reranker | Mapping[str, Any] | None,
+    database_config: Mapping[str, Any] | None,
+    vector_store: VectorIndex | VectorStoreResolver | None,
+    top_k: int,
+    stack: Callable[[], Stack],
+) -> VectorQuery:
+    """Check the tool's options at creation, so that a configuration error never waits for a question."""
+    base = QuerySettings(
+        top_k=check_top_k(top_k, "top_k"),
+        filter={},
+        include_vectors=include_vectors,
+        include_sources=include_sources,
+        database_config=parse_database_config(database_config),
+        index_name=index_name,
+    )
+    rerank_with, rerank_top_k = build_reranker(reranker)
+    is_instance = vector_store is not None and callable(getattr(vector_store, "query", None))
+    if vector_store is not None and not is_instance and not callable(vector_store):
+        raise TypeError("vector_store must be a VectorIndex or a callable(VectorStoreRequest) -> VectorIndex")
+    if is_instance and model is not None:
+        check_query_contract(vector_store, model, None)  # type: ignore[arg-type]
+    return VectorQuery(
+        base=base,
+        enable_filter=enable_filter,
+        model=model,
+        reranker=rerank_with,
+        rerank_top_k=rerank_top_k,
+        vector_store=vector_store,
+        store_is_instance=is_instance,
+        stack=stack,
+    )
+
+
 def create_vector_query_tool(
     *,
     id: str | None = None,
@@ -191,30 +287,18 @@ def create_vector_query_tool(
     Configuration errors (tenant keys in `database_config`, bad weights, unknown options) raise
     here, at creation, rather than on the first question.
     """
-    base = QuerySettings(
-        top_k=check_top_k(top_k, "top_k"),
-        filter={},
+    query = configure_vector_query(
+        index_name=index_name,
+        model=model,
+        enable_filter=enable_filter,
         include_vectors=include_vectors,
         include_sources=include_sources,
-        database_config=parse_database_config(database_config),
-        index_name=index_name,
+        reranker=reranker,
+        database_config=database_config,
+        vector_store=vector_store,
+        top_k=top_k,
+        stack=stack,
     )
-    rerank_with, rerank_top_k = build_reranker(reranker)
-    is_instance = vector_store is not None and callable(getattr(vector_store, "query", None))
-    if vector_store is not None and not is_instance and not callable(vector_store):
-        raise TypeError("vector_store must be a VectorIndex or a callable(VectorStoreRequest) -> VectorIndex")
-    if is_instance and model is not None:
-        check_query_contract(vector_store, model, None)  # type: ignore[arg-type]
-
-    def resolve_store(current: Stack, request: VectorStoreRequest) -> VectorIndex:
-        if vector_store is None or is_instance:
-            if request.index_name != base.index_name:
-                raise ValueError("index_name can be changed per run only with a vector_store resolver")
-            return vector_store if is_instance else current.index  # type: ignore[return-value]
-        store = vector_store(request)  # type: ignore[operator]
-        if not callable(getattr(store, "query", None)):
-            raise TypeError("the vector_store resolver must return a VectorIndex")
-        return store
 
     def run(
         query_text: str,
@@ -223,48 +307,7 @@ def create_vector_query_tool(
         filter: dict[str, Any] | str | None = None,
         runtime: ToolRuntime = None,  # type: ignore[assignment]  # injected inside agents only
     ) -> dict[str, Any]:
-        # Only LangGraph's ToolNode makes a ToolRuntime; a `runtime` key in the arguments is not one.
-        context = runtime.context if isinstance(runtime, ToolRuntime) else None
-        organization_id = organization_of(config, runtime)
-        overrides = run_overrides(config, context)
-        settings = apply_overrides(base, overrides)
-        try:
-            model_filter = check_query_filter(filter) if enable_filter else {}
-        except InvalidFilterError as exc:
-            raise ToolException(str(exc)) from exc  # the model can correct its filter
-        current = stack()
-        index = resolve_store(
-            current, VectorStoreRequest(organization_id, settings.index_name, config or {}, context)
-        )
-        options = settings.database_config.get(store_kind(index), StoreOptions())
-        alpha = current.settings.alpha if options.alpha is None else float(options.alpha)
-        dense = model or current.dense
-        sparse = current.sparse if options.sparse_vector is None and alpha < 1.0 else None
-        check_query_contract(index, dense, sparse)
-        if not query_text.strip():
-            return _result([], settings.include_sources)
-        k = settings.top_k if "top_k" in overrides else (top_k or settings.top_k)  # Mastra's precedence
-        search_options = SearchOptions(
-            top_k=k,
-            alpha=alpha,
-            candidates=current.settings.candidates,
-            filter=_and(settings.filter, model_filter) or None,
-            min_score=options.min_score,
-            include_values=settings.include_vectors,
-            require_text=False,  # Mastra returns every match; a record without text has document ""
-        )
-        channels = QueryChannels(
-            index=index,
-            dense=dense,
-            sparse=sparse,
-            sparse_vector=options.sparse_vector,
-            use_sparse=alpha < 1.0,
-        )
-        ranked = retrieve(
-            current, organization_id, query_text, search_options, rerank_with, channels, rerank_top_k or k
-        )
-        results = [query_result(item, settings.include_vectors) for item in ranked]
-        return _result(results, settings.include_sources)
+        return query.run(query_text, config, top_k, filter, runtime)
 
     tool = StructuredTool.from_function(
         func=run,
@@ -274,10 +317,3 @@ def create_vector_query_tool(
     )
     tool.handle_tool_error = True  # ToolException (a bad filter) goes back to the model to fix
     return tool
-
-
-def _result(results: list[dict[str, Any]], include_sources: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {"relevantContext": relevant_context(results)}
-    if include_sources:
-        out["sources"] = results
-    return out

@@ -21,6 +21,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import BaseModel
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -53,8 +54,21 @@ def code_for(status: int) -> str:
     return _CODES.get(status, "error" if status < 500 else "internal_error")
 
 
+class ErrorDetail(BaseModel):
+    """What went wrong: `code` for programs to branch on, `message` for people."""
+
+    code: str
+    message: str
+
+
+class Error(BaseModel):
+    """The body of every refusal; the OpenAPI documents it from this model."""
+
+    error: ErrorDetail
+
+
 def error_body(code: str, message: str) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message}}
+    return Error(error=ErrorDetail(code=code, message=message)).model_dump()
 
 
 def error_response(status: int, code: str, message: str) -> JSONResponse:

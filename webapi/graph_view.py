@@ -5,15 +5,14 @@
     GET /orgs/{org}/graph/local?q=QUESTION        a local GraphRAG retrieval: matched entities, the
                                                   evidence with its sources, and their neighbourhood
 
-`server.py` checks membership first; the store is scoped to that organization (`store.scope(org)`),
-and every read pins the published version so a publish in the middle cannot mix two builds. Sizes
-are capped: these feed a page, not an export.
+The routes (`webapi.graph`) check membership and the query first; the store is scoped to that
+organization (`store.scope(org)`), and every read pins the published version so a publish in the
+middle cannot mix two builds. Sizes are capped: these feed a page, not an export.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 from typing import Any
 
 from librarian.graph.model import normalize_name
@@ -22,8 +21,6 @@ from webapi.errors import ApiError
 
 MAX_MEMBERS_SHOWN = 30
 MAX_NEIGHBOURS = 16
-MAX_ENTITY_CHARS = 200
-MAX_QUESTION_CHARS = 1000
 MAX_MATCHED_SHOWN = 4  # centres of the local answer's picture; more would not read on a phone
 
 
@@ -57,10 +54,8 @@ def communities(org: str) -> dict[str, Any]:
     }
 
 
-def neighbourhood(org: str, query: Mapping[str, str]) -> dict[str, Any]:
-    entity = (query.get("entity") or "").strip()
-    if not entity or len(entity) > MAX_ENTITY_CHARS:
-        raise ApiError(400, "bad_entity", f"give an entity name of 1 to {MAX_ENTITY_CHARS} characters")
+def neighbourhood(org: str, entity: str) -> dict[str, Any]:
+    """`entity` is checked and stripped (`webapi.params.EntityName`)."""
     graph = get_stack().graph_store.scope(org)
     published = graph.published_version()
     if published is None:
@@ -93,20 +88,12 @@ def _picture(graph: Any, version: int, keys: list[str]) -> dict[str, Any]:
     }
 
 
-def _question(query: Mapping[str, str]) -> str:
-    question = (query.get("q") or "").strip()
-    if not question or len(question) > MAX_QUESTION_CHARS:
-        raise ApiError(400, "bad_question", f"give a question of 1 to {MAX_QUESTION_CHARS} characters")
-    return question
-
-
-async def local_answer(org: str, query: Mapping[str, str]) -> dict[str, Any]:
+async def local_answer(org: str, question: str) -> dict[str, Any]:
     """`run_local` for the caller's organization, shaped for the page: every evidence item carries
     the 1-based number of its source, so the page links it to the same viewer as a chat citation,
     and the matched entities come with their neighbourhood so the page can draw them."""
     from librarian.graph.query.runs import chat_model, run_local  # lazy: the agent's tools load models
 
-    question = _question(query)
     stack = await asyncio.to_thread(get_stack)  # first use opens stores: off the event loop
     model = await asyncio.to_thread(chat_model, stack)
     result = await run_local(stack, org, question, model=model)
@@ -154,5 +141,5 @@ async def communities_view(org: str) -> dict[str, Any]:
     return await asyncio.to_thread(communities, org)
 
 
-async def neighbourhood_view(org: str, query: Mapping[str, str]) -> dict[str, Any]:
-    return await asyncio.to_thread(neighbourhood, org, dict(query))
+async def neighbourhood_view(org: str, entity: str) -> dict[str, Any]:
+    return await asyncio.to_thread(neighbourhood, org, entity)

@@ -9,6 +9,9 @@ pick ids (the LangGraph SDKs and the Agent Chat UI by default) are unaffected. T
 in-process calls (`get_client()`, ASGI `root_path` "/noauth", which no HTTP request can set) pass:
 the document routes name their threads by design.
 
+`POST /threads/{id}/history` with a `before` object that is not a checkpoint config (no
+`configurable` mapping) makes the platform fail with a 500; it is refused here as a bad request.
+
 `loopback_error` maps a refusal from the platform's own loopback calls (MCP `tools/call` and A2A
 run the assistant through an in-process client) to that refusal's status, instead of a 500.
 """
@@ -17,6 +20,8 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -28,35 +33,63 @@ from webapi.errors import code_for, error_response
 
 logger = logging.getLogger("librarian.server")
 
-#: (method, path) → body keys a client may not set.
-CLIENT_CHOSEN_IDS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("POST", "/threads"): ("thread_id",),
-    ("POST", "/assistants"): ("assistant_id",),
-}
 #: Bodies of the guarded routes are small JSON; a larger one is not read into memory here.
 MAX_GUARDED_BODY_BYTES = 1024 * 1024
 
+#: A refusal: (status, code, message).
+Refusal = tuple[int, str, str]
 
-class ClientIdGuardMiddleware:
-    """Refuse `POST /threads` / `POST /assistants` bodies that choose the new resource's id."""
+
+def _no_client_chosen(key: str) -> Callable[[Any], Refusal | None]:
+    def check(payload: Any) -> Refusal | None:
+        if isinstance(payload, dict) and payload.get(key) not in (None, ""):
+            message = f"{key} cannot be chosen by the client: omit it and the server assigns one"
+            return 403, "forbidden", message
+        return None
+
+    return check
+
+
+def _before_is_a_checkpoint_config(payload: Any) -> Refusal | None:
+    before = payload.get("before") if isinstance(payload, dict) else None
+    if isinstance(before, dict) and not isinstance(before.get("configurable"), dict):
+        return 400, "bad_request", "before must be a checkpoint config with a configurable object"
+    return None
+
+
+#: (method, path pattern) → the check of its JSON body (malformed JSON is the platform's to refuse).
+BODY_CHECKS: list[tuple[str, re.Pattern[str], Callable[[Any], Refusal | None]]] = [
+    ("POST", re.compile(r"/threads"), _no_client_chosen("thread_id")),
+    ("POST", re.compile(r"/assistants"), _no_client_chosen("assistant_id")),
+    ("POST", re.compile(r"/threads/[^/]+/history"), _before_is_a_checkpoint_config),
+]
+
+
+def _check_for(scope: Scope) -> Callable[[Any], Refusal | None] | None:
+    method, path = scope.get("method", ""), scope.get("path", "").rstrip("/")
+    return next((c for m, pattern, c in BODY_CHECKS if m == method and pattern.fullmatch(path)), None)
+
+
+class PlatformBodyGuardMiddleware:
+    """Refuse Platform API bodies the platform would mishandle: client-chosen ids of new threads and
+    assistants (an existence oracle), and history queries it would answer with a 500."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        keys = CLIENT_CHOSEN_IDS.get((scope.get("method", ""), scope.get("path", "").rstrip("/")))
+        check = _check_for(scope) if scope["type"] == "http" else None
         in_process = str(scope.get("root_path", "")).startswith("/noauth")
-        if scope["type"] != "http" or keys is None or in_process:
+        if check is None or in_process:
             await self.app(scope, receive, send)
             return
         body, replay = await _buffer(receive)
         if body is None:
             await error_response(413, "too_large", "the request body is too large")(scope, receive, send)
             return
-        chosen = [key for key in keys if _named(body, key)]
-        if chosen:
-            message = f"{chosen[0]} cannot be chosen by the client: omit it and the server assigns one"
-            await error_response(403, "forbidden", message)(scope, replay, send)
+        refusal = check(_json(body))
+        if refusal is not None:
+            await error_response(*refusal)(scope, replay, send)
             return
         await self.app(scope, replay, send)
 
@@ -89,13 +122,12 @@ async def _buffer(receive: Receive) -> tuple[bytes | None, Receive]:
     return body, replay
 
 
-def _named(body: bytes, key: str) -> bool:
-    """Whether a JSON object body sets `key` to something (malformed bodies are the platform's)."""
+def _json(body: bytes) -> Any:
+    """The body as JSON, or None when it is empty or malformed (the platform refuses those)."""
     try:
-        payload: Any = json.loads(body) if body else None
+        return json.loads(body) if body else None
     except ValueError:
-        return False
-    return isinstance(payload, dict) and payload.get(key) not in (None, "")
+        return None
 
 
 async def loopback_error(request: Request, exc: Exception) -> Response:

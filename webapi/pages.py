@@ -1,8 +1,9 @@
 """Page images of PDF documents, for citations: `GET /orgs/{org}/documents/docs/{name}/pages/{n}.png`.
 
 A citation names a page and a bbox in page fractions (top-left origin, `librarian.parsing.types.BBox`);
-the browser draws the bbox over this image. `server.py` checks membership and the path first; this
-module renders (pdfium, in a worker process: `webapi.page_render`) and caches.
+the browser draws the bbox over this image. The route checks membership, the path, the page and the
+width first (`webapi.access`, `webapi.params`); this module renders (pdfium, in a worker process:
+`webapi.page_render`) and caches.
 
 Rendered PNGs are cached as sidecars of the document (the file store deletes them with it). The
 sidecar name carries the file's size and modification time, so a replaced file never shows an old
@@ -14,20 +15,28 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import threading
-from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import PurePosixPath
 
-from starlette.responses import Response
+from fastapi import Response
 
 from librarian.stack import get_stack
+from webapi.access import Reader
 from webapi.errors import ApiError
 from webapi.page_render import PageOutOfRange, RenderedPage, UnreadablePdf, render_page_png
+from webapi.params import DEFAULT_WIDTH_PX, DocumentPath, PageNumber, PageWidth
+from webapi.routing import librarian_router, refusals
 
-DEFAULT_WIDTH_PX = 1000
-MIN_WIDTH_PX, MAX_WIDTH_PX = 200, 2000
-MAX_PAGE = 100_000
+router = librarian_router()
+
+# The route's own response class is the plain `Response` (no media type), so FastAPI documents the
+# refusals as JSON and the page only as this.
+PNG_PAGE = {
+    "description": "The page.",
+    "content": {"image/png": {"schema": {"type": "string", "format": "binary"}}},
+}
+
 
 _pool: ProcessPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -56,22 +65,6 @@ def warm_up() -> None:
     threading.Thread(target=lambda: _renderer().submit(int).result(), daemon=True).start()
 
 
-def parse_page_request(page: str | int, query: Mapping[str, str]) -> tuple[int, int]:
-    """The 1-based page and the image width from the URL, or a 400 naming what is wrong."""
-    try:
-        number = int(page)
-    except (TypeError, ValueError):
-        raise ApiError(400, "bad_page", "the page must be a whole number, e.g. pages/1.png") from None
-    if not 1 <= number <= MAX_PAGE:
-        raise ApiError(404, "page_not_found", "pages are numbered from 1")
-    raw_width = query.get("width", str(DEFAULT_WIDTH_PX))
-    if not raw_width.isdigit() or not MIN_WIDTH_PX <= int(raw_width) <= MAX_WIDTH_PX:
-        raise ApiError(
-            400, "bad_width", f"width must be a whole number of pixels from {MIN_WIDTH_PX} to {MAX_WIDTH_PX}"
-        )
-    return number, int(raw_width)
-
-
 def cache_name(page: int, width: int, size: int, modified_us: int) -> str:
     return f"page-{page}-w{width}-{size}-{modified_us}.png"
 
@@ -92,9 +85,8 @@ async def render(data: bytes, page: int, width: int) -> RenderedPage:
         raise UnreadablePdf("the renderer stopped on this file") from None
 
 
-async def page_image(org: str, path: str, page: str | int, query: Mapping[str, str]) -> Response:
-    """PNG of one page of a PDF document of `org` (membership already checked by the caller)."""
-    number, width = parse_page_request(page, query)
+async def page_image(org: str, path: str, number: int, width: int) -> Response:
+    """PNG of one page of a PDF document of `org` (membership and parameters already checked)."""
     if PurePosixPath(path).suffix.lower() != ".pdf":
         raise ApiError(404, "no_page_images", "page images exist only for PDF documents")
     files = get_stack().files
@@ -118,3 +110,26 @@ async def page_image(org: str, path: str, page: str | int, query: Mapping[str, s
         png = rendered.png
         await asyncio.to_thread(files.write_sidecar, org, path, name, png)
     return Response(png, media_type="image/png", headers=headers)
+
+
+# Declared before the document routes (`server.py`): their `{path:path}` would match `.../pages/1.png`.
+@router.get(
+    "/orgs/{org}/documents/{path:path}/pages/{page}.png",
+    response_class=Response,
+    operation_id="getDocumentPage",
+    summary="A PDF page as PNG; draw a source's bbox (page fractions) on it.",
+    responses={
+        200: PNG_PAGE,
+        **refusals(
+            {
+                404: "No such document or page, or the document is not a PDF.",
+                422: "The PDF could not be rendered.",
+            }
+        ),
+    },
+)
+async def document_page(
+    access: Reader, path: DocumentPath, page: PageNumber, width: PageWidth = DEFAULT_WIDTH_PX
+) -> Response:
+    """One page of a PDF document as PNG (`?width=` pixels), for citation viewers."""
+    return await page_image(access.org, path, page, width)

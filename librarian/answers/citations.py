@@ -1,7 +1,8 @@
 """Verified citations: for each answer sentence, which sources it cites and whether they back it.
 
-An answer's `[n]` cites `sources[n-1]`. Each sentence is scored against every sentence of each source
-it cites (`librarian.answers.support`); the best one is the supporting span, as character offsets into the
+An answer's `[n]` cites `sources[n-1]`. Each sentence (as `librarian.text.sentences.CITED` cuts them,
+markers after a full stop included) is scored against every sentence of each source it cites
+(`librarian.answers.support`); the best one is the supporting span, as character offsets into the
 source's `text`, so a UI can highlight it. A sentence that quotes the source is not left to the
 scorer: the span is the quoted sentence, and a sentence that is wholly a quote of it scores 1
 (its words are the source's own; `quoted_span`). Optionally a chat model judges the (sentence, source)
@@ -17,12 +18,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from typing_extensions import TypedDict
 
+from librarian.answers.quotes import clean_quote, normal_words
 from librarian.answers.support import SupportScorer, strip_markers
 from librarian.retrieval.search import Source
+from librarian.text.sentences import split_sentences
 
 UNSUPPORTED_MARK = " [unsupported]"
 ALL_DROPPED = "No sentence of the answer is supported by the sources it cites, so none is shown."
@@ -30,15 +34,7 @@ ALL_DROPPED = "No sentence of the answer is supported by the sources it cites, s
 Action = Literal["kept", "marked", "dropped"]
 Policy = Literal["mark", "drop"]
 
-# A sentence ends at . ! or ? (with any citation markers that follow it) before white space, or at a
-# line break: answers cite after the full stop ("... 14 days. [1]") as often as before it.
-_SENTENCE_END = re.compile(r"[.!?]+(?:[ \t]*\[\d+(?:\s*,\s*\d+)*\])*(?=\s|$)|\n+")
-# A full stop after these is not the end of a sentence ("e.g. [1]", "Smith et al. found").
-_ABBREVIATION = re.compile(
-    r"(?:\b(?:e\.g|i\.e|etc|vs|cf|al|fig|figs|no|nos|dr|mr|mrs|ms|st|approx|ca|p|pp)|\b[A-Z])\.$", re.I
-)
 _MARKERS = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
-_LEAD = " \t-*•>#|"
 _REFERENCE_ENTRY = re.compile(r"\[\d+\]\s+\S")  # "[2] handbook.pdf, page 4": a source list, not a claim
 
 
@@ -81,27 +77,6 @@ class PairJudge(Protocol):
     def score_pairs(self, claims: Sequence[str], passages: Sequence[str]) -> Sequence[float]: ...
 
 
-def split_sentences(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each sentence of `text`, bullets and surrounding blanks excluded; fragments with
-    fewer than three letters or digits (a lone marker, a table rule) are not sentences."""
-    spans: list[tuple[int, int]] = []
-    start = 0
-    ends = [m for m in _SENTENCE_END.finditer(text) if not _ABBREVIATION.search(text[: m.start() + 1])]
-    for match in [*ends, None]:
-        end = match.end() if match else len(text)
-        if match is None and start >= len(text):
-            break
-        s, e = start, end
-        while s < e and (text[s] in _LEAD or text[s].isspace()):
-            s += 1
-        while e > s and text[e - 1].isspace():
-            e -= 1
-        if sum(c.isalnum() for c in text[s:e]) >= 3:
-            spans.append((s, e))
-        start = end
-    return spans
-
-
 QUOTE_MIN_CHARS = 25  # a shorter shared string ("Refund policy") is a topic, not a quote
 
 
@@ -113,11 +88,6 @@ def quoted_span(
     Markdown links ignored). `whole` when the answer sentence is that sentence or its beginning: a
     clause from its middle may follow a "not" the quote left out, so it gets the span but no verdict.
     None when no sentence of at least `QUOTE_MIN_CHARS` is shared."""
-    from librarian.answers.quotes import (  # librarian.answers.quotes imports this module
-        clean_quote,
-        normal_words,
-    )
-
     claim = normal_words(clean_quote(strip_markers(sentence)))
     found: tuple[int, tuple[int, int], bool] | None = None
     for start, end in spans:
@@ -142,6 +112,123 @@ def markers_of(sentence: str) -> list[int]:
     return seen
 
 
+Pair = tuple[int, int]  # (answer sentence index, marker)
+Best = dict[Pair, tuple[float, tuple[int, int]]]  # per pair: score and the source span it was found at
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """An answer's claim sentences and each source's sentences, as spans: what every stage reads."""
+
+    answer: str
+    sentences: list[tuple[int, int]]
+    sources: Sequence[Source]
+    source_sentences: list[list[tuple[int, int]]]
+
+    def sentence(self, i: int) -> str:
+        return self.answer[self.sentences[i][0] : self.sentences[i][1]]
+
+
+def _read(answer: str, sources: Sequence[Source], start: int, end: int) -> _Reading:
+    """Lines that start with a marker ("[2] handbook.pdf, page 4") are a source list, not claims."""
+    sentences = [
+        (s + start, e + start)
+        for s, e in split_sentences(answer[start:end])
+        if not _REFERENCE_ENTRY.match(answer, s + start)
+    ]
+    return _Reading(answer, sentences, sources, [split_sentences(s["text"]) for s in sources])
+
+
+def _best_spans(reading: _Reading, scorer: SupportScorer) -> Best:
+    """For each (sentence, cited source) pair, the source sentence the scorer likes best. Every pair
+    of the answer is scored in one call, so the embedder batches them."""
+    claims: list[str] = []
+    passages: list[str] = []
+    where: list[tuple[int, int, tuple[int, int]]] = []  # (answer sentence, marker, span) per pair
+    for i in range(len(reading.sentences)):
+        for marker in markers_of(reading.sentence(i)):
+            if not 1 <= marker <= len(reading.sources):
+                continue
+            text = reading.sources[marker - 1]["text"]
+            for span in reading.source_sentences[marker - 1]:
+                claims.append(reading.sentence(i))
+                passages.append(text[span[0] : span[1]])
+                where.append((i, marker, span))
+    local = scorer.score_pairs(claims, passages) if claims else []
+    best: Best = {}
+    for (i, marker, span), score in zip(where, local, strict=True):
+        key = (i, marker)
+        if key not in best or score > best[key][0]:
+            best[key] = (float(score), span)
+    return best
+
+
+def _prefer_quotes(reading: _Reading, best: Best) -> None:
+    """A sentence that quotes its source gets the quoted sentence as its span, and full support when it
+    is wholly the quote: its words are the source's own, whatever the scorer thinks of them."""
+    for i, marker in list(best):
+        quote = quoted_span(
+            reading.sentence(i),
+            reading.sources[marker - 1]["text"],
+            reading.source_sentences[marker - 1],
+        )
+        if quote is not None:
+            span, whole = quote
+            best[(i, marker)] = (1.0 if whole else best[(i, marker)][0], span)
+
+
+def _judged(reading: _Reading, best: Best, judge: PairJudge | None) -> dict[Pair, float]:
+    """The judge's score per pair, from the whole source text; its verdict stands, quotes included."""
+    keys = list(best)
+    if judge is None or not keys:
+        return {}
+    scores = judge.score_pairs(
+        [reading.sentence(i) for i, _ in keys],
+        [reading.sources[m - 1]["text"] for _, m in keys],
+    )
+    return {key: float(score) for key, score in zip(keys, scores, strict=True)}
+
+
+def _evidence(
+    reading: _Reading, i: int, marker: int, best: Best, judged: dict[Pair, float], threshold: float
+) -> Evidence:
+    if (i, marker) not in best:  # a marker with no such source, or a source with no sentence
+        sources = reading.sources
+        source_id = sources[marker - 1]["id"] if 1 <= marker <= len(sources) else ""
+        return Evidence(marker=marker, source_id=source_id, score=0.0, supported=False, start=0, end=0)
+    local_score, (s, e) = best[(i, marker)]
+    score = judged.get((i, marker), local_score)
+    return Evidence(
+        marker=marker,
+        source_id=reading.sources[marker - 1]["id"],
+        score=round(score, 4),
+        supported=score >= threshold,
+        start=s,
+        end=e,
+    )
+
+
+def _record(reading: _Reading, i: int, evidence: list[Evidence], judge_name: str) -> Citation:
+    """The sentence's record: its best-scoring evidence gives the score and the span."""
+    top = max(evidence, key=lambda ev: ev["score"], default=None)
+    span = None
+    if top and top["end"] > top["start"]:
+        span = Span(source_id=top["source_id"], marker=top["marker"], start=top["start"], end=top["end"])
+    return Citation(
+        sentence=reading.sentence(i),
+        start=reading.sentences[i][0],
+        end=reading.sentences[i][1],
+        markers=[ev["marker"] for ev in evidence],
+        source_ids=[ev["source_id"] for ev in evidence],
+        supported=any(ev["supported"] for ev in evidence),
+        score=top["score"] if top else 0.0,
+        span=span,
+        evidence=evidence,
+        judge=judge_name,
+        action="kept",
+    )
+
+
 def verify_answer(
     answer: str,
     sources: Sequence[Source],
@@ -153,99 +240,21 @@ def verify_answer(
     """One record per answer sentence: markers, cited ids, support score, best span, supported.
 
     Only sentences inside `answer[start:end]` are checked (offsets stay those of `answer`); lines that
-    start with a marker ("[2] handbook.pdf, page 4") are a source list, not claims.
+    start with a marker ("[2] handbook.pdf, page 4") are a source list, not claims. The local scorer
+    always runs, because the span a UI highlights is its choice even when a judge gives the verdict.
     """
     scorer = scorer or SupportScorer()
-    end = len(answer) if end is None else end
-    sentences = [
-        (s + start, e + start)
-        for s, e in split_sentences(answer[start:end])
-        if not _REFERENCE_ENTRY.match(answer, s + start)
-    ]
-    source_sentences = [split_sentences(s["text"]) for s in sources]
-    claims: list[str] = []
-    passages: list[str] = []
-    where: list[tuple[int, int, tuple[int, int]]] = []  # (answer sentence, marker, span) per pair
-    for i, (s_start, s_end) in enumerate(sentences):
-        for marker in markers_of(answer[s_start:s_end]):
-            if not 1 <= marker <= len(sources):
-                continue
-            text = sources[marker - 1]["text"]
-            for span in source_sentences[marker - 1]:
-                claims.append(answer[s_start:s_end])
-                passages.append(text[span[0] : span[1]])
-                where.append((i, marker, span))
-    local = scorer.score_pairs(claims, passages) if claims else []
-    best: dict[tuple[int, int], tuple[float, tuple[int, int]]] = {}
-    for (i, marker, span), score in zip(where, local, strict=True):
-        key = (i, marker)
-        if key not in best or score > best[key][0]:
-            best[key] = (float(score), span)
-    for i, marker in list(best):
-        sentence = answer[sentences[i][0] : sentences[i][1]]
-        quote = quoted_span(sentence, sources[marker - 1]["text"], source_sentences[marker - 1])
-        if quote is not None:
-            span, whole = quote
-            best[(i, marker)] = (1.0 if whole else best[(i, marker)][0], span)
-    judged: dict[tuple[int, int], float] = {}  # a judge's verdict stands, quotes included
-    keys = list(best)
-    if judge is not None and keys:
-        scores = judge.score_pairs(
-            [answer[sentences[i][0] : sentences[i][1]] for i, _ in keys],
-            [sources[m - 1]["text"] for _, m in keys],
-        )
-        judged = {key: float(score) for key, score in zip(keys, scores, strict=True)}
+    reading = _read(answer, sources, start, len(answer) if end is None else end)
+    best = _best_spans(reading, scorer)
+    _prefer_quotes(reading, best)
+    judged = _judged(reading, best, judge)
     threshold = judge.threshold if judge is not None else scorer.threshold
+    judge_name = judge.name if judge is not None else scorer.name
     records: list[Citation] = []
-    for i, (s_start, s_end) in enumerate(sentences):
-        sentence = answer[s_start:s_end]
-        markers = markers_of(sentence)
-        evidence: list[Evidence] = []
-        for marker in markers:
-            if (i, marker) not in best:  # a marker with no such source, or a source with no sentence
-                evidence.append(
-                    Evidence(
-                        marker=marker,
-                        source_id=sources[marker - 1]["id"] if 1 <= marker <= len(sources) else "",
-                        score=0.0,
-                        supported=False,
-                        start=0,
-                        end=0,
-                    )
-                )
-                continue
-            local_score, (s, e) = best[(i, marker)]
-            score = judged.get((i, marker), local_score)
-            evidence.append(
-                Evidence(
-                    marker=marker,
-                    source_id=sources[marker - 1]["id"],
-                    score=round(score, 4),
-                    supported=score >= threshold,
-                    start=s,
-                    end=e,
-                )
-            )
-        top = max(evidence, key=lambda ev: ev["score"], default=None)
-        records.append(
-            Citation(
-                sentence=sentence,
-                start=s_start,
-                end=s_end,
-                markers=markers,
-                source_ids=[ev["source_id"] for ev in evidence],
-                supported=any(ev["supported"] for ev in evidence),
-                score=top["score"] if top else 0.0,
-                span=Span(
-                    source_id=top["source_id"], marker=top["marker"], start=top["start"], end=top["end"]
-                )
-                if top and top["end"] > top["start"]
-                else None,
-                evidence=evidence,
-                judge=judge.name if judge is not None else scorer.name,
-                action="kept",
-            )
-        )
+    for i in range(len(reading.sentences)):
+        markers = markers_of(reading.sentence(i))
+        evidence = [_evidence(reading, i, m, best, judged, threshold) for m in markers]
+        records.append(_record(reading, i, evidence, judge_name))
     return records
 
 

@@ -31,7 +31,8 @@ from typing import Any, Literal, TypedDict
 
 from librarian.answers.extractive import Draft, quoted_draft, sources_block
 from librarian.answers.numbering import number_sources
-from librarian.graph.query.global_search import OFFLINE_NOTICE, GlobalSearchError
+from librarian.graph.query.global_offline import OFFLINE_NOTICE
+from librarian.graph.query.global_search import GlobalSearchError
 from librarian.graph.query.parse import ParsedQuery, parse_rules
 from librarian.graph.query.runs import run_global, run_local
 from librarian.retrieval.search import Source

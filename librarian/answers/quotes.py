@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-from librarian.answers.citations import split_sentences
+from librarian.text.sentences import split_sentences
 
 _FOOTNOTE_LINK = re.compile(r"\[\[[^\]]*\]\]\([^)]*\)")  # Wikipedia: [[45]](#cite_note-45)
 _IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from librarian.answers.quotes import clean_quote
 from librarian.answers.support_head import SupportHead
 from librarian.embeddings.lexical import LexicalSparseEmbedder
 from librarian.embeddings.text_terms import raw_tokens, stem
@@ -122,10 +123,6 @@ def claim_for_scoring(sentence: str) -> str:
     from plain claims; before this cleaning a sentence quoted whole scored near 0 against the very
     sentence it quotes (four training claims have quotation marks, too few to learn that they say
     nothing about support). Apostrophes and primes (5') stay: they are parts of words."""
-    from librarian.answers.quotes import (
-        clean_quote,  # librarian.answers.quotes imports librarian.answers.citations, which imports this
-    )
-
     text = clean_quote(_REFERENCE_TAG.sub("", strip_markers(sentence)))
     return " ".join(_DOUBLE_QUOTES.sub("", text).split())
 

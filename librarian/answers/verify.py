@@ -2,8 +2,9 @@
 
 The agent's last step runs this after the chat model has answered (`graphs.agent_middleware`) and, for
 the extractive answerer, inside its node. It writes `citations` (one record per answer sentence,
-`librarian.answers.citations.Citation`) to the state. If a cited sentence is not supported, the answer message is
-replaced (same id) by one where that sentence is marked or dropped (`LIBRARIAN_UNSUPPORTED_SENTENCES`);
+`librarian.answers.citations.Citation`) to the state. If a cited sentence is not supported, the
+answer message is replaced (same id) by one where that sentence is marked or dropped
+(`LIBRARIAN_UNSUPPORTED_SENTENCES`);
 what the model wrote is kept in the message's `additional_kwargs["unverified_content"]`.
 """
 

@@ -98,9 +98,28 @@ def _canonical_map(acc: Mapping[str, _Acc]) -> dict[str, str]:
     return {key: redirect.get(base, base) for key, base in mapping.items()}
 
 
-def merge_extractions(payloads: Iterable[tuple[str, Mapping[str, Any]]]) -> MergedGraph:
+Document = tuple[str, Mapping[str, Any]]  # (document path, extraction payload)
+
+
+def merge_extractions(payloads: Iterable[Document]) -> MergedGraph:
     """Merge `(document path, extraction payload)` pairs into entities, edges and claims with provenance."""
     docs = list(payloads)
+    kept = _drop_noise(_accumulate_entities(docs))
+    groups: dict[str, list[str]] = defaultdict(list)
+    for key, target in _canonical_map(kept).items():
+        groups[target].append(key)
+    entities = {entity.name: entity for entity in (_merged_entity(t, m, kept) for t, m in groups.items())}
+    resolve = _resolver(groups, entities)
+    return MergedGraph(
+        entities=sorted(entities.values(), key=lambda e: e.name),
+        edges=_merge_edges(docs, resolve),
+        claims=sorted(_merge_claims(docs, resolve).values(), key=lambda c: c.id),
+        aliases={a: n for a, n in resolve.items() if a != n},
+    )
+
+
+def _accumulate_entities(docs: list[Document]) -> dict[str, _Acc]:
+    """Every document's entity records, summed per normalised key (mentions weigh displays and types)."""
     acc: dict[str, _Acc] = defaultdict(_Acc)
     for path, payload in docs:
         for record in payload.get("entities") or []:
@@ -115,46 +134,49 @@ def merge_extractions(payloads: Iterable[tuple[str, Mapping[str, Any]]]) -> Merg
             if record.get("description"):
                 a.descriptions.append(str(record["description"]))
             a.sources.update(Provenance(path, str(c)) for c in record.get("chunks") or [])
-    # noise filter, then the alias rule
-    kept = {
+    return acc
+
+
+def _drop_noise(acc: Mapping[str, _Acc]) -> dict[str, _Acc]:
+    """Noun phrases named fewer than MIN_NOUN_PHRASE_MENTIONS times go; named entities always stay."""
+    return {
         k: a
         for k, a in acc.items()
         if not (a.types.most_common(1)[0][0] == NOUN_PHRASE and a.mentions < MIN_NOUN_PHRASE_MENTIONS)
     }
-    canonical = _canonical_map(kept)
-    groups: dict[str, list[str]] = defaultdict(list)
-    for key, target in canonical.items():
-        groups[target].append(key)
 
-    entities: dict[str, Entity] = {}
-    for target, members in groups.items():
-        # canonical key: the longest name without a title (ties: most mentions, then alphabetical)
-        name = max(
-            [target, *members],
-            key=lambda k: (fold_title(k) == k, len(k.split()), kept[k].mentions if k in kept else 0, k),
-        )
-        parts = [kept[k] for k in members]
-        displays: Counter[str] = Counter()
-        types: Counter[str] = Counter()
-        for p in parts:
-            displays.update(p.displays)
-            types.update(p.types)
-        own = kept.get(name)
-        display = _clean_display((own.displays if own else displays).most_common(1)[0][0]) or name
-        descriptions = (own.descriptions if own else []) + [d for p in parts for d in p.descriptions]
-        sources = sorted({s for p in parts for s in p.sources})
-        aliases = sorted(
-            {k for k in [target, *members] if k != name} | {fold_title(k) for k in members} - {name}
-        )
-        entities[name] = Entity(
-            name=name,
-            display_name=display,
-            type=types.most_common(1)[0][0],
-            description=descriptions[0] if descriptions else "",
-            aliases=aliases,
-            sources=sources,
-            mentions=sum(p.mentions for p in parts),
-        )
+
+def _merged_entity(target: str, members: list[str], kept: Mapping[str, _Acc]) -> Entity:
+    """One entity from an alias group, named by its longest untitled key; the other keys become aliases."""
+    # canonical key: the longest name without a title (ties: most mentions, then alphabetical)
+    name = max(
+        [target, *members],
+        key=lambda k: (fold_title(k) == k, len(k.split()), kept[k].mentions if k in kept else 0, k),
+    )
+    parts = [kept[k] for k in members]
+    displays: Counter[str] = Counter()
+    types: Counter[str] = Counter()
+    for p in parts:
+        displays.update(p.displays)
+        types.update(p.types)
+    own = kept.get(name)
+    display = _clean_display((own.displays if own else displays).most_common(1)[0][0]) or name
+    descriptions = (own.descriptions if own else []) + [d for p in parts for d in p.descriptions]
+    sources = sorted({s for p in parts for s in p.sources})
+    aliases = sorted({k for k in [target, *members] if k != name} | {fold_title(k) for k in members} - {name})
+    return Entity(
+        name=name,
+        display_name=display,
+        type=types.most_common(1)[0][0],
+        description=descriptions[0] if descriptions else "",
+        aliases=aliases,
+        sources=sources,
+        mentions=sum(p.mentions for p in parts),
+    )
+
+
+def _resolver(groups: Mapping[str, list[str]], entities: Mapping[str, Entity]) -> dict[str, str]:
+    """Every key and alias → the name of its entity, so relations and claims land on merged entities."""
     resolve: dict[str, str] = {}
     for target, members in groups.items():
         final = next(e for e in entities.values() if target == e.name or target in e.aliases)
@@ -164,7 +186,11 @@ def merge_extractions(payloads: Iterable[tuple[str, Mapping[str, Any]]]) -> Merg
         resolve[entity.name] = entity.name
         for alias in entity.aliases:
             resolve.setdefault(alias, entity.name)
+    return resolve
 
+
+def _merge_edges(docs: list[Document], resolve: Mapping[str, str]) -> list[Edge]:
+    """One undirected edge per entity pair: weights summed, the heaviest named relation kept."""
     edge_weight: Counter[tuple[str, str]] = Counter()
     edge_relations: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     edge_sources: dict[tuple[str, str], set[Provenance]] = defaultdict(set)
@@ -196,7 +222,11 @@ def merge_extractions(payloads: Iterable[tuple[str, Mapping[str, Any]]]) -> Merg
                 sources=sorted(edge_sources[pair]),
             )
         )
+    return edges
 
+
+def _merge_claims(docs: list[Document], resolve: Mapping[str, str]) -> dict[str, Claim]:
+    """Claims by id (subject + description): the same claim from several chunks keeps every source."""
     claims: dict[str, Claim] = {}
     for path, payload in docs:
         for record in payload.get("claims") or []:
@@ -213,17 +243,15 @@ def merge_extractions(payloads: Iterable[tuple[str, Mapping[str, Any]]]) -> Merg
             source = Provenance(path, str(record.get("chunk") or ""))
             cid = claim_id(subject, description)
             if cid in claims:
-                claim = claims[cid]
-                if source not in claim.sources:
-                    claim.sources.append(source)
-                    claim.sources.sort()
-                if claim.object is None and obj is not None:
-                    claim.object = obj
+                _add_claim_source(claims[cid], source, obj)
                 continue
             claims[cid] = Claim(cid, subject, obj, description, source.chunk_id, source.path, [source])
-    return MergedGraph(
-        entities=sorted(entities.values(), key=lambda e: e.name),
-        edges=edges,
-        claims=sorted(claims.values(), key=lambda c: c.id),
-        aliases={a: n for a, n in resolve.items() if a != n},
-    )
+    return claims
+
+
+def _add_claim_source(claim: Claim, source: Provenance, obj: str | None) -> None:
+    if source not in claim.sources:
+        claim.sources.append(source)
+        claim.sources.sort()
+    if claim.object is None and obj is not None:
+        claim.object = obj

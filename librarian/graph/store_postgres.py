@@ -15,7 +15,7 @@ from typing import Any
 
 from librarian.errors import ConfigError
 from librarian.graph.schema import statements
-from librarian.graph.sql import SqlGraphStore
+from librarian.graph.sql.org_graph import SqlGraphStore
 
 _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 _SCHEMA_LOCK_KEY = 0x4C49_4252_4752_0001  # "LIBRGR": graph schema migrations

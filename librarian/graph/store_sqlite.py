@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from librarian.graph.schema import statements
-from librarian.graph.sql import SqlGraphStore
+from librarian.graph.sql.org_graph import SqlGraphStore
 
 PRAGMAS = ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=OFF")
 

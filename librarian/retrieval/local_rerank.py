@@ -23,7 +23,6 @@ in-process caches keyed by the chunk's text, so a chunk is split and embedded on
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -35,9 +34,9 @@ import numpy as np
 from librarian.embeddings.base import DenseEmbedder
 from librarian.index.base import QueryMatch
 from librarian.retrieval.reranker import Reranked
+from librarian.text.sentences import PROSE, merge_short, sentences
 
 FEATURES = ("dense", "sparse", "fused", "maxsim", "position", "tokens")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|\n+")
 MIN_SENTENCE_CHARS = 25
 
 
@@ -102,25 +101,13 @@ of an unrelated list still scores near 1); it drops the stragglers a short answe
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences, with fragments shorter than MIN_SENTENCE_CHARS merged into the next one.
+    """Sentences as max-sim embeds them, fragments shorter than MIN_SENTENCE_CHARS merged into the next.
 
     Short fragments ("Methods:", "Fig. 2") embed to generic vectors that match any query a little;
-    merging them keeps max-sim from rewarding boilerplate.
+    merging them keeps max-sim from rewarding boilerplate. The cut is `librarian.text.sentences.PROSE`,
+    the one DEFAULT_WEIGHTS were tuned with.
     """
-    parts = [p.strip() for p in _SENTENCE_END.split(text) if p and p.strip()]
-    sentences: list[str] = []
-    pending = ""
-    for part in parts:
-        pending = f"{pending} {part}" if pending else part
-        if len(pending) >= MIN_SENTENCE_CHARS:
-            sentences.append(pending)
-            pending = ""
-    if pending:
-        if sentences:
-            sentences[-1] = f"{sentences[-1]} {pending}"
-        else:
-            sentences.append(pending)
-    return sentences
+    return merge_short(sentences(text, PROSE), MIN_SENTENCE_CHARS)
 
 
 class TextVectorCache:

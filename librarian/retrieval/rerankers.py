@@ -119,7 +119,9 @@ def build_reranker(stack: Stack) -> Reranker:
     if choice == "llm":
         from librarian.retrieval.scorers import LLMRelevanceScorer
 
-        return ScorerReranker(LLMRelevanceScorer(require_chat_model(stack.settings, "LIBRARIAN_RERANKER=llm")))
+        return ScorerReranker(
+            LLMRelevanceScorer(require_chat_model(stack.settings, "LIBRARIAN_RERANKER=llm"))
+        )
     if choice == "cross-encoder":
         from librarian.retrieval.scorers import CrossEncoderScorer
 

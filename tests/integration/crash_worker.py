@@ -19,10 +19,10 @@ import os
 import sys
 from pathlib import Path
 
-from services.documents import DocumentNotFoundError, DocumentService
 from librarian.checkpoint import sync_checkpointer
 from librarian.settings import load_settings
 from librarian.stack import Stack
+from services.documents import DocumentNotFoundError, DocumentService
 
 CRASH_ON_UPSERT_CALL = 3
 FINAL = ("indexed", "skipped", "failed")

@@ -1,6 +1,6 @@
 """A real `langgraph dev` server for integration tests, plus the few helpers every server test needs.
 
-The server process itself is `librarian.devserver` (shared with `bench/serve.py`); this module signs
+The server process itself is `tests.devserver` (shared with `bench/serve.py`); this module signs
 it with a fixed test secret so helpers can mint tokens, and keeps the two-organization world.
 """
 
@@ -15,9 +15,10 @@ from typing import Any
 
 import httpx
 
-from librarian import devserver
 from librarian.auth import mint_token
-from librarian.devserver import (  # noqa: F401 - the names server tests import from here
+from tests import devserver
+from tests.conftest import DOCS_DIR
+from tests.devserver import (  # noqa: F401 - the names server tests import from here
     READY_DEADLINE_S,
     REPO_DIR,
     TAKEN_PORTS,
@@ -25,7 +26,6 @@ from librarian.devserver import (  # noqa: F401 - the names server tests import 
     config_for,
     free_port,
 )
-from tests.conftest import DOCS_DIR
 
 SECRET = "test-secret-" + "x" * 40  # >= 32 bytes, fixed so helpers can mint tokens
 

@@ -21,9 +21,9 @@ from langgraph.prebuilt import ToolNode
 
 from graphs.agent_state import LibrarianAgentState
 from graphs.context import LibrarianContext
-from services.documents import DocumentService
 from librarian.settings import Settings, load_settings
 from librarian.stack import Stack
+from services.documents import DocumentService
 
 ACME, GLOBEX, EMPTY_ORG, DEFAULT_ORG = "acme", "globex", "initech", "default"
 QUESTION = "How many days does it take to pay a refund?"

@@ -15,12 +15,12 @@ from langchain_core.messages import AIMessageChunk, HumanMessage
 from langchain_openai import ChatOpenAI
 
 from graphs.agent import build_agent
-from services.documents import DocumentService
+from librarian.answers.citations import UNSUPPORTED_MARK
 from librarian.answers.extractive import EXTRACTIVE_NOTICE, NOT_ANSWERED
 from librarian.stack import Stack
+from services.documents import DocumentService
 from tests.integration.tenant_corpus import clean_settings
 from tests.wire.openai_server import TEST_API_KEY, TextReply, ToolCallReply
-from librarian.answers.citations import UNSUPPORTED_MARK
 
 ORG = "citeco"
 GARAGE = "Visitors park in the north garage, whose gate code changes every Monday morning."
@@ -165,18 +165,23 @@ def test_llm_judge_setting_asks_the_chat_model_about_each_cited_sentence(corpus,
 
 def test_extractive_answer_streams_as_message_chunks(corpus):
     agent = build_agent(lambda: corpus)
-    pieces = [
-        chunk
-        for chunk, _ in agent.stream(
+    parts = list(
+        agent.stream(
             {"messages": [HumanMessage("How many days does a refund take?")]},
             context={"organization_id": ORG},
-            stream_mode="messages",
+            stream_mode=["messages", "values"],
         )
-        if isinstance(chunk, AIMessageChunk)
-    ]
+    )
+    pieces = [p[0] for mode, p in parts if mode == "messages" and isinstance(p[0], AIMessageChunk)]
     assert len(pieces) >= 4
     text = "".join(p.content for p in pieces)
     assert text.startswith(EXTRACTIVE_NOTICE) and "14 days" in text and "\nSources:\n" in text
+    # One message, as a chat model's tokens: the chunks add up to the very message the state stores.
+    stored = next(p for mode, p in reversed(parts) if mode == "values")["messages"][-1]
+    assembled = sum(pieces[1:], pieces[0])
+    assert {p.id for p in pieces} == {stored.id}
+    assert (assembled.content, assembled.response_metadata) == (stored.content, stored.response_metadata)
+    assert stored.response_metadata == {"answer_mode": "extractive", "retrieval_mode": "search"}
 
 
 def test_abstains_when_no_source_answers_and_names_the_closest(corpus):

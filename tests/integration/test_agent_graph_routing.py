@@ -20,14 +20,14 @@ from langchain_core.messages import AIMessageChunk, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graphs.agent import build_agent
-from services.documents import DocumentService
 from librarian.answers.extractive import EXTRACTIVE_NOTICE, NOT_ANSWERED
-from services.ask import answer_with_mode
 from librarian.errors import TenantError
+from librarian.graph.query.global_offline import OFFLINE_NOTICE
 from librarian.stack import Stack
+from services.ask import answer_with_mode
+from services.documents import DocumentService
 from tests.graph_vectors import build_marked_graph
 from tests.integration.tenant_corpus import clean_settings
-from librarian.graph.query.global_search import OFFLINE_NOTICE
 
 ORGS = {"org-a": "[A]", "org-b": "[B]"}
 PLAIN = "plainco"  # documents, no graph

@@ -11,12 +11,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from librarian.graph.query.global_offline import OFFLINE_NOTICE
 from librarian.stack import Stack
 from tests.graph_vectors import build_marked_graph
 from tests.integration.server_fixtures import DevServer, ask, running_server, token
 from tests.integration.tenant_corpus import clean_settings
 from tests.integration.test_agent_graph_routing import LOCAL, ORGS, OVERVIEW
-from librarian.graph.query.global_search import OFFLINE_NOTICE
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -114,10 +114,10 @@ def test_status_lists_every_document_once(cli):
 
 
 def test_status_json_is_the_document_service_list(cli, data_dir):
-    from services.documents import DocumentService
     from librarian.checkpoint import sync_checkpointer
     from librarian.settings import get_settings
     from librarian.stack import Stack
+    from services.documents import DocumentService
 
     code, out, _ = cli("status", "--org", ORG, "--json")
     assert code == 0
@@ -189,10 +189,10 @@ def test_prefix_keeps_same_named_files_of_two_folders_apart(cli, tmp_path):
 
 
 def test_delete_then_status_and_delete_again(cli, tmp_path):
-    from services.documents import DocumentService
     from librarian.checkpoint import sync_checkpointer
     from librarian.settings import get_settings
     from librarian.stack import Stack
+    from services.documents import DocumentService
 
     (tmp_path / "gone.md").write_text(ALPACA)
     (tmp_path / "kept.md").write_text(BEES)

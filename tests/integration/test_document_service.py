@@ -14,8 +14,8 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from librarian.runs import cancellation
-from services.documents import DocumentNotFoundError, DocumentService, NoActiveIngestError
 from librarian.stack import Stack
+from services.documents import DocumentNotFoundError, DocumentService, NoActiveIngestError
 
 ORG = "svc-org"
 SECTIONS = "\n\n".join(f"# Part {i}\n\n" + f"Valve {i} procedure, step by step. " * 30 for i in range(12))

@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from evals.corpus import ingested
+from evals.retrieval import evaluate_retrieval
 from librarian.evaluation.data import EvalDataError, load_beir, load_qa
 from librarian.evaluation.metrics import exact_match, kfold, mrr_at, ndcg_at, recall_at, token_f1
 from librarian.evaluation.report import to_html, to_text
 from librarian_cli import main as librarian_main
-from tests.integration.tenant_corpus import clean_settings
 from librarian_cli.eval import main
-from evals.runner import evaluate_retrieval, ingested
+from tests.integration.tenant_corpus import clean_settings
 
 DOCS = {
     "d1": ("Refunds", "Acme pays every refund within 14 days of the request, back to the original card."),

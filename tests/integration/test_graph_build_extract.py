@@ -9,13 +9,13 @@ import pytest
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
-from services.documents import DocumentService
-from services.graph_index_service import GraphIndexService
 from librarian.graph.extract import extractor_key, get_extractor, local_extractor
 from librarian.graph.extract.llm import LLMExtractor, llm_cache_key
 from librarian.graph.extract.local import MODEL_VERSION, local_cache_key, verify_model
 from librarian.graph.model import ChunkRef, Community, Edge, Entity
 from librarian.graph.summarize import CommunityContext, LLMSummarizer, LocalSummarizer
+from services.documents import DocumentService
+from services.graph_index_service import GraphIndexService
 from tests.wire.openai_server import TextReply
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
+from librarian.graph.model import Provenance
 from services.documents import DocumentService
 from services.graph_index_service import GraphIndexService
-from librarian.graph.model import Provenance
 
 CAROL_A = b"Bob Cratchit carries Tiny Tim home from the church. Tiny Tim blesses Bob Cratchit."
 CAROL_B = b"Jacob Marley warns Ebenezer Scrooge in London. Mr. Scrooge fears Marley."

@@ -20,8 +20,6 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
-from services.documents import DocumentService
-from librarian_cli.graph import graph_status, stale_documents
 from graphs.graph_index_nodes import index_chunks, indexed_documents
 from librarian.graph.model import (
     ChunkRef,
@@ -33,10 +31,12 @@ from librarian.graph.model import (
     Provenance,
     claim_id,
 )
-from librarian.stack import Stack
-from tests.wire.openai_server import TEST_API_KEY, OpenAIWireServer, TextReply, ToolCallReply
 from librarian.graph.query.global_search import GlobalOptions
 from librarian.graph.query.runs import run_global, run_local
+from librarian.stack import Stack
+from librarian_cli.graph import graph_status, stale_documents
+from services.documents import DocumentService
+from tests.wire.openai_server import TEST_API_KEY, OpenAIWireServer, TextReply, ToolCallReply
 
 pytest_plugins = ["tests.wire.fixtures"]
 

@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 from langchain_openai import ChatOpenAI
 
-from tests.graph_fixtures import axis
-from librarian.stack import Stack
-from tests.graph_vectors import two_org_fixture_stack
-from tests.wire.openai_server import TEST_API_KEY, OpenAIWireServer, TextReply
 from librarian.graph.query.global_search import NO_RESULTS_ANSWER, GlobalOptions, GlobalSearchError
 from librarian.graph.query.local_search import local_search
 from librarian.graph.query.runs import run_global
+from librarian.stack import Stack
+from tests.graph_fixtures import axis
+from tests.graph_vectors import two_org_fixture_stack
+from tests.wire.openai_server import TEST_API_KEY, OpenAIWireServer, TextReply
 
 pytest_plugins = ["tests.wire.fixtures"]
 

@@ -22,20 +22,15 @@ from typing import Any
 
 import pytest
 
-from tests.graph_fixtures import CHUNKS, axis, fixture_graph, publish_graph
+from librarian.graph.query.global_batches import build_batches
+from librarian.graph.query.global_inputs import augmented_text, load_communities
+from librarian.graph.query.global_search import MAP_CONCURRENCY, MAP_PROMPT, REDUCE_PROMPT
 from librarian.stack import Stack
+from tests.graph_fixtures import CHUNKS, axis, fixture_graph, publish_graph
 from tests.graph_vectors import index_graph_chunks
 from tests.integration.server_fixtures import DevServer, bearer, running_server, token
 from tests.integration.tenant_corpus import clean_settings
 from tests.wire.openai_server import TEST_API_KEY, OpenAIWireServer, TextReply, ToolCallReply
-from librarian.graph.query.global_search import (
-    MAP_CONCURRENCY,
-    MAP_PROMPT,
-    REDUCE_PROMPT,
-    augmented_text,
-    build_batches,
-    load_communities,
-)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

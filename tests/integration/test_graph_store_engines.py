@@ -13,8 +13,8 @@ import pytest
 
 from librarian.errors import TenantError
 from librarian.graph.model import ChunkRef, Claim, Community, DocumentRef, Edge, Entity, Provenance, claim_id
-from tests.graph_fixtures import PATH_A, PATH_B, axis, build_fixture_graph
 from tests.conftest import POSTGRES_URL, require_postgres
+from tests.graph_fixtures import PATH_A, PATH_B, axis, build_fixture_graph
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

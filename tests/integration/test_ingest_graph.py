@@ -164,8 +164,8 @@ def test_upsert_fan_out_runs_at_most_upsert_workers_batches_at_once(stack):
     """Every batch is written, but never more than UPSERT_WORKERS at a time (bounded peak memory)."""
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from services.documents import DocumentService
     from graphs.ingest import UPSERT_WORKERS
+    from services.documents import DocumentService
 
     small = stack.__class__(stack.settings.model_copy(update={"upsert_batch_size": 2}))
     service = DocumentService(small, InMemorySaver())

@@ -11,11 +11,11 @@ from __future__ import annotations
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from services.documents import DocumentService
+from librarian.retrieval.search import SearchOptions, search
 from librarian.stack import Stack
+from services.documents import DocumentService
 from tests.conftest import SHARED_DIR
 from tests.integration.tenant_corpus import clean_settings
-from librarian.retrieval.search import SearchOptions, search
 
 SEEDS = SHARED_DIR / "seeds"
 ORG = "polyglot"

@@ -1,5 +1,6 @@
-"""Rerankers on the real read path: MiniLM + lexical embeddings in LanceDB, `librarian.retrieval.search.search`,
-and the cloud rerankers through their SDKs against the local wire servers."""
+"""Rerankers on the real read path: MiniLM + lexical embeddings in LanceDB,
+`librarian.retrieval.search.search`, and the cloud rerankers through their SDKs against the local
+wire servers."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ import numpy as np
 import pytest
 
 from librarian.index.base import QueryMatch
+from librarian.retrieval.local_rerank import FEATURES, LocalReranker, LocalWeights, combine, split_sentences
+from librarian.retrieval.rerankers import NoReranker, ScorerReranker, WeightedReranker, make_reranker
+from librarian.retrieval.scorers import CrossEncoderFolderError, LLMRelevanceScorer, PineconeRerankScorer
+from librarian.retrieval.search import SearchOptions, candidates_for, search
 from librarian.stack import Stack
 from tests.wire.openai_server import OpenAIWireServer, TextReply
 from tests.wire.pinecone_server import PineconeWireServer
-from librarian.retrieval.local_rerank import FEATURES, LocalReranker, LocalWeights, combine, split_sentences
-from librarian.retrieval.rerankers import NoReranker, ScorerReranker, WeightedReranker, make_reranker
-from librarian.retrieval.search import SearchOptions, candidates_for, search
-from librarian.retrieval.scorers import CrossEncoderFolderError, LLMRelevanceScorer, PineconeRerankScorer
 
 ORG = "acme"
 BOILING = (

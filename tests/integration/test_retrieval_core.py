@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from librarian.stack import Stack
-from tests.integration.tenant_corpus import ACME, GLOBEX, QUESTION, build_corpus, clean_settings
 from librarian.retrieval import local_rerank
 from librarian.retrieval.rerankers import NoReranker, make_reranker
 from librarian.retrieval.search import SearchOptions, search
+from librarian.stack import Stack
+from tests.integration.tenant_corpus import ACME, GLOBEX, QUESTION, build_corpus, clean_settings
 from tools.search import make_search_tool
 from tools.vector_query import create_vector_query_tool
 

@@ -12,9 +12,9 @@ import weakref
 
 from langgraph.checkpoint.memory import InMemorySaver
 
-from services.documents import DocumentService
 from librarian.settings import load_settings
 from librarian.stack import get_stack
+from services.documents import DocumentService
 
 ROUNDS = 4
 ALLOWED_GROWTH_MIB = 120  # was 150-230 MiB per round before the fix

@@ -18,6 +18,7 @@ from langchain_openai import ChatOpenAI
 
 from librarian.embeddings.openai import OpenAIDenseEmbedder
 from librarian.errors import ContractMismatchError, TenantError
+from librarian.retrieval.rerankers import NoReranker
 from librarian.stack import Stack
 from tests.integration.tenant_corpus import (
     ACME,
@@ -33,7 +34,6 @@ from tests.integration.tenant_corpus import (
     leaks_into,
 )
 from tests.wire.openai_server import TEST_API_KEY, TextReply
-from librarian.retrieval.rerankers import NoReranker
 from tools.vector_query import TenantFilterError, VectorStoreRequest, create_vector_query_tool
 
 

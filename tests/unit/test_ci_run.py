@@ -23,7 +23,7 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert readme_test_command() in CI_RUN.read_text()
 
 
-def test_ci_declares_itself_ci_and_tolerates_no_collected_tests():
+def test_ci_declares_itself_ci_and_handles_no_collected_tests():
     script = CI_RUN.read_text()
     assert re.search(r"^export CI=true$", script, flags=re.M)
     assert '"$status" = 5' in script
@@ -81,8 +81,8 @@ def run_ci_with_pytest_exiting(code: int, tmp_path) -> tuple[int, str]:
     return done.returncode, done.stdout
 
 
-@pytest.mark.parametrize(("pytest_exit", "ci_exit"), [(0, 0), (1, 1), (2, 2), (5, 0)])
-def test_ci_passes_pytest_exit_through_except_no_tests_collected(tmp_path, pytest_exit, ci_exit):
+@pytest.mark.parametrize(("pytest_exit", "ci_exit"), [(0, 0), (1, 1), (2, 2), (5, 1)])
+def test_ci_passes_pytest_exit_through_and_fails_when_no_test_is_collected(tmp_path, pytest_exit, ci_exit):
     code, out = run_ci_with_pytest_exiting(pytest_exit, tmp_path)
     assert code == ci_exit
     assert "CI=true" in out  # pytest runs with CI set, so PostgreSQL tests cannot skip

@@ -9,10 +9,10 @@ from librarian.answers.citations import (
     UNSUPPORTED_MARK,
     apply_policy,
     markers_of,
-    split_sentences,
     verify_answer,
 )
 from librarian.retrieval.search import Source
+from librarian.text.sentences import split_sentences
 
 SOURCE_TEXT = (
     "# Refund policy\n\nAcme pays every refund within 14 days of the request, back to the original card. "

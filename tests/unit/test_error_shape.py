@@ -15,7 +15,7 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from webapi.errors import ErrorShapeMiddleware
-from webapi.guard import ClientIdGuardMiddleware, loopback_error
+from webapi.guard import PlatformBodyGuardMiddleware, loopback_error
 
 
 async def _crash(request: Request) -> JSONResponse:
@@ -48,12 +48,13 @@ def _app() -> Starlette:
             Route("/threads/x", _platform_404),
             Route("/orgs/a/documents", _ours_403),
             Route("/threads", _echo, methods=["POST"]),
+            Route("/threads/t1/history", _echo, methods=["POST"]),
             Route("/mcp", _loopback_refused, methods=["POST"]),
             Route("/text", lambda request: PlainTextResponse("teapot", status_code=418)),
         ],
         middleware=[
             Middleware(ErrorShapeMiddleware, prefixes=("/orgs/",)),
-            Middleware(ClientIdGuardMiddleware),
+            Middleware(PlatformBodyGuardMiddleware),
         ],
         exception_handlers={httpx.HTTPStatusError: loopback_error},
     )
@@ -114,3 +115,15 @@ def test_in_process_calls_may_name_their_thread():
     client = TestClient(_app(), root_path="/noauth")
     body = {"thread_id": "6f1c1e0e-1111-4111-8111-111111111111", "if_exists": "do_nothing"}
     assert client.post("/threads", json=body).json() == {"body": body}
+
+
+@pytest.mark.parametrize("before", [{"x": 1}, {"configurable": "x"}, {}])
+def test_a_history_query_the_platform_would_500_on_is_a_bad_request(client, before):
+    response = client.post("/threads/t1/history", json={"before": before})
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "bad_request"
+
+
+@pytest.mark.parametrize("body", [{"before": {"configurable": {"checkpoint_id": "c"}}}, {"limit": 5}, {}])
+def test_history_queries_with_a_checkpoint_config_or_none_pass(client, body):
+    assert client.post("/threads/t1/history", json=body).json() == {"body": body}

@@ -10,31 +10,30 @@ import asyncio
 
 import pytest
 
-from librarian.graph.tokens import count_tokens
+from librarian.graph.query.global_batches import (
+    MapBatch,
+    SummaryPart,
+    build_batches,
+    part_header,
+    prompt_tokens,
+    seeded_shuffle,
+    split_summary,
+)
+from librarian.graph.query.global_citations import cited_community_ids
+from librarian.graph.query.global_inputs import ClaimText, CommunityInput, augmented_text
+from librarian.graph.query.global_offline import OfflineMapper, offline_reducer
 from librarian.graph.query.global_search import (
     NO_RESULTS_ANSWER,
-    ClaimText,
-    CommunityInput,
     GlobalOptions,
     GlobalSearchError,
     MapAnswer,
-    MapBatch,
-    OfflineMapper,
     SearchCancelled,
-    SummaryPart,
-    augmented_text,
-    build_batches,
-    cited_community_ids,
     format_map_answer,
     global_search,
-    offline_reducer,
-    part_header,
-    prompt_tokens,
     run_map,
-    seeded_shuffle,
     select_reduce_answers,
-    split_summary,
 )
+from librarian.graph.tokens import count_tokens
 
 SKELETON = "Question: q\nReports:"
 
@@ -231,7 +230,8 @@ async def test_offline_map_and_reduce_quote_and_cite_communities() -> None:
 
 def test_citations_map_to_the_quoted_claims_chunk_or_the_communitys_first_claims() -> None:
     from librarian.answers.modes import cite_communities
-    from librarian.graph.query.global_search import GlobalResult, Quote, cited_chunks
+    from librarian.graph.query.global_citations import cited_chunks
+    from librarian.graph.query.global_search import GlobalResult, Quote
 
     inputs = [
         CommunityInput(

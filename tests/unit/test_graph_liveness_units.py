@@ -6,15 +6,9 @@ The index side (`librarian.graph.query.liveness.Liveness`) runs against real doc
 
 from __future__ import annotations
 
-from librarian.graph.query.global_search import (
-    ClaimText,
-    CommunityInput,
-    GlobalResult,
-    MapAnswer,
-    cited_chunks,
-    live_inputs,
-    provenance_probes,
-)
+from librarian.graph.query.global_citations import cited_chunks
+from librarian.graph.query.global_inputs import ClaimText, CommunityInput, live_inputs, provenance_probes
+from librarian.graph.query.global_search import GlobalResult, MapAnswer
 
 A, B = "docs/a.txt", "docs/b.txt"
 

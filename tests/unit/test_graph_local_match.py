@@ -17,7 +17,7 @@ from librarian.graph.json_repair import (
     validate_reduce_answer,
     validate_selected_communities,
 )
-from librarian.graph.tokens import count_tokens, split_tokens, truncate_tokens
+from librarian.graph.query.fusion import RRF_K, rrf_fuse, rrf_scores
 from librarian.graph.query.match import (
     EntityRef,
     match_alias,
@@ -28,7 +28,7 @@ from librarian.graph.query.match import (
     token_jaccard,
     tokens,
 )
-from librarian.graph.query.fusion import RRF_K, rrf_fuse, rrf_scores
+from librarian.graph.tokens import count_tokens, split_tokens, truncate_tokens
 
 # ------------------------------------------------------------------------------------------- RRF
 

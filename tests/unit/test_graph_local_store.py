@@ -13,22 +13,21 @@ import pytest
 
 from librarian.errors import ContractMismatchError, TenantError
 from librarian.graph.model import Community, Edge
-from tests.graph_fixtures import axis
-from librarian.stack import Stack
-from tests.graph_vectors import two_org_fixture_stack
-from librarian.graph.query.local_search import (
-    LocalOptions,
+from librarian.graph.query.local_ranking import (
     bridge_entities,
     climb_to_level,
     edge_weight_sum,
     keyword_terms,
-    local_search,
     merge_chunk_ids,
     rank_communities,
     topology_candidates,
 )
+from librarian.graph.query.local_search import LocalOptions, local_search
 from librarian.graph.query.match import MatchedEntity
 from librarian.graph.query.parse import ParsedQuery
+from librarian.stack import Stack
+from tests.graph_fixtures import axis
+from tests.graph_vectors import two_org_fixture_stack
 
 
 @pytest.fixture

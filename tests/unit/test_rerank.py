@@ -1,4 +1,5 @@
-"""`librarian.retrieval.rerank.rerank`: Mastra's fusion of semantic, vector and position scores, number for number."""
+"""`librarian.retrieval.rerank.rerank`: Mastra's fusion of semantic, vector and position scores, number
+for number."""
 
 from __future__ import annotations
 

@@ -10,8 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.wire.openai_server import OpenAIWireServer, TextReply
-from tests.wire.pinecone_server import PineconeWireServer
 from librarian.retrieval.scorers import (
     CrossEncoderFolderError,
     CrossEncoderScorer,
@@ -20,6 +18,8 @@ from librarian.retrieval.scorers import (
     logits_to_scores,
     parse_relevance,
 )
+from tests.wire.openai_server import OpenAIWireServer, TextReply
+from tests.wire.pinecone_server import PineconeWireServer
 
 # ------------------------------------------------------------------------------ reply parsing
 

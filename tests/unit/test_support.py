@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from librarian.answers.citations import quoted_span, split_sentences, verify_answer
-from librarian.retrieval.search import Source
+from librarian.answers.citations import quoted_span, verify_answer
 from librarian.answers.support import (
     FEATURES,
     PairInputs,
@@ -17,6 +16,8 @@ from librarian.answers.support import (
     shipped_head,
     token_words,
 )
+from librarian.retrieval.search import Source
+from librarian.text.sentences import split_sentences
 
 POLICY = "Refunds are accepted within 14 days of purchase."
 HEADED = f"Refunds\n\n{POLICY} Refund requests go to the Acme billing desk."

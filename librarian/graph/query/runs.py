@@ -14,18 +14,11 @@ from collections.abc import Callable
 from typing import Any
 
 from librarian.chat_model import chat_model_from_settings
-from librarian.graph.query.global_search import (
-    GlobalOptions,
-    LLMMapper,
-    OfflineMapper,
-    cited_chunks,
-    global_search,
-    live_inputs,
-    llm_reducer,
-    load_communities,
-    offline_reducer,
-    provenance_probes,
-)
+from librarian.graph.query.global_citations import cited_chunks
+from librarian.graph.query.global_inputs import live_inputs, load_communities, provenance_probes
+from librarian.graph.query.global_llm import LLMMapper, llm_reducer
+from librarian.graph.query.global_offline import OfflineMapper, offline_reducer
+from librarian.graph.query.global_search import GlobalOptions, global_search
 from librarian.graph.query.liveness import Liveness
 from librarian.graph.query.local_search import LocalOptions, chunk_source, local_search
 from librarian.retrieval.search import Source

@@ -6,8 +6,8 @@ pickles its threads into `./.langgraph_api`, so a shared working directory would
 one run into the next. The repository's `langgraph.json` is copied there with its relative paths
 made absolute, so the configuration under test is the committed one.
 
-It lives in the package (not in `tests/`) so that `bench/serve.py` and the tests import one copy.
-It needs a source checkout (it serves the repository's `langgraph.json`).
+The tests and `bench/serve.py` import this one copy; it needs a source checkout (it serves the
+repository's `langgraph.json`), so it is not part of the installed product.
 """
 
 from __future__ import annotations

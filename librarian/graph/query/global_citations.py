@@ -1,0 +1,47 @@
+"""Which communities a global answer cites, and which chunks stand for them as sources.
+
+Answers cite communities (`[Community ID: n]`), but a reader needs documents: each cited community
+is resolved to real chunks of live documents, the quoted claim's own chunk when the offline map
+quoted one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from librarian.graph.query.global_inputs import CommunityInput
+from librarian.graph.query.global_search import GlobalResult
+
+CITATION = re.compile(r"\[Community ID: ([^\]|]+?)\]")
+
+
+def cited_community_ids(answer: str) -> list[str]:
+    """Community ids an answer cites with `[Community ID: n]`, in order of first citation."""
+    return list(dict.fromkeys(m.strip() for m in CITATION.findall(answer)))
+
+
+def cited_chunks(result: GlobalResult, inputs: Sequence[CommunityInput]) -> list[tuple[str, str]]:
+    """(community id, chunk id) for every community the answer cites, in citation order.
+
+    An offline quote that is one of the community's claims cites that claim's chunk; any other
+    citation (a summary sentence, a model's answer) cites the community's first claims' chunks, or
+    with no claim left the chunks its provenance names, so every cited community reaches at least
+    one real chunk of a live document (given `live_inputs`).
+    """
+    by_id = {c.id: c for c in inputs}
+    pairs: list[tuple[str, str]] = []
+    quoted = {(q.community_id, q.text) for a in result.selected for q in a.quotes}
+    cited = cited_community_ids(result.answer) or result.cited_communities
+    for community_id in cited:
+        community = by_id.get(community_id)
+        if community is None:
+            continue  # an id the model made up: not a citation
+        exact = [
+            cl.chunk_id for cl in community.claims if (community_id, " ".join(cl.text.split())) in quoted
+        ]
+        chunk_ids = (
+            exact or [cl.chunk_id for cl in community.claims[:2]] or list(community.provenance.values())[:2]
+        )
+        pairs.extend((community_id, chunk_id) for chunk_id in dict.fromkeys(chunk_ids))
+    return pairs

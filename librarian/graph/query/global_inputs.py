@@ -1,0 +1,134 @@
+"""What global search reads of a published graph: communities with their claims, and which are live.
+
+Each community is its summary plus the claims (verbatim source sentences) of its descendant leaves,
+rendered within a token budget (`augmented_text`) so one huge community cannot turn a question into
+hundreds of model calls. The inputs are read once per published version (`load_communities`);
+which of them may still be quoted is decided per question against the index (`live_inputs`), since
+the graph keeps deleted documents until its next build.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from librarian.graph.query.snapshot import version_key
+from librarian.graph.tokens import count_tokens
+
+AUGMENT_BUDGET = 800
+CLAIMS_PER_COMMUNITY = 60  # read per community before the token cap; most are cut by `augment_budget`
+
+
+@dataclass
+class ClaimText:
+    text: str
+    chunk_id: str
+    path: str
+
+
+@dataclass
+class CommunityInput:
+    """One community as global search reads it: its summary plus claims of its descendant leaves."""
+
+    id: str
+    level: int
+    title: str
+    summary: str
+    claims: list[ClaimText] = field(default_factory=list)
+    # document path -> one chunk of it that the community draws on (its claims' first, then its
+    # members' sources): the community's provenance, probed for liveness and cited as a fallback
+    provenance: dict[str, str] = field(default_factory=dict)
+
+
+def augmented_text(community: CommunityInput, augment_budget: int = AUGMENT_BUDGET) -> str:
+    """Title, summary, then claims as "- sentence" lines while they fit `augment_budget` tokens."""
+    head = "\n".join(part for part in (community.title.strip(), community.summary.strip()) if part)
+    lines: list[str] = []
+    used = 0
+    seen: set[str] = set()
+    for claim in community.claims:
+        sentence = " ".join(claim.text.split())
+        if not sentence or sentence in seen:
+            continue
+        cost = count_tokens(sentence) + 2
+        if used + cost > augment_budget:
+            continue  # a shorter claim further down may still fit
+        seen.add(sentence)
+        lines.append(f"- {sentence}")
+        used += cost
+    if not lines:
+        return head
+    return f"{head}\nEvidence from its sources:\n" + "\n".join(lines)
+
+
+_INPUTS: dict[tuple[Any, ...], list[CommunityInput]] = {}
+
+
+def load_communities(graph: Any, published: Any, level: int | None) -> list[CommunityInput]:
+    """Leaf communities (or those of `level`) with the claims of their descendant leaves.
+
+    A community's `members` already include every descendant's members, so the claims whose subject
+    or object is a member are exactly its descendant leaves' claims. Cached per published version;
+    what is still live is decided per query (`live_inputs`).
+    """
+    version = published.version
+    key = (*version_key(graph, published), level)
+    if key in _INPUTS:
+        return _INPUTS[key]
+    if level is None:
+        communities = graph.communities(leaves_only=True, version=version)
+    else:
+        communities = graph.communities(level=level, version=version)
+    sources = {e.name: e.sources for e in graph.entities(version=version)}
+    inputs = []
+    for community in communities:
+        claims = graph.claims_for(community.members, limit=CLAIMS_PER_COMMUNITY, version=version)
+        provenance: dict[str, str] = {}
+        for claim in claims:
+            provenance.setdefault(claim.path, claim.chunk_id)
+        for member in community.members:
+            for source in sources.get(member, []):
+                provenance.setdefault(source.path, source.chunk_id)
+        inputs.append(
+            CommunityInput(
+                str(community.id),
+                community.level,
+                community.title,
+                community.summary,
+                [ClaimText(c.description, c.chunk_id, c.path) for c in claims],
+                provenance,
+            )
+        )
+    for old in [k for k in _INPUTS if k[:2] == key[:2] and k[:4] != key[:4]]:
+        del _INPUTS[old]  # keep only the current version of an organization
+    _INPUTS[key] = inputs
+    return inputs
+
+
+def provenance_probes(inputs: Sequence[CommunityInput]) -> dict[str, str]:
+    """One chunk id per document any of the communities draws on: what `Liveness.paths` fetches."""
+    probes: dict[str, str] = {}
+    for community in inputs:
+        for path, chunk_id in community.provenance.items():
+            probes.setdefault(path, chunk_id)
+    return probes
+
+
+def live_inputs(inputs: Sequence[CommunityInput], live_paths: set[str]) -> list[CommunityInput]:
+    """The communities as the map may read them: only claims of live documents, and a community only
+    while at least one document it draws on is live.
+
+    A community whose every source document was deleted or replaced since the build is left out, so
+    its summary cannot be quoted; a mixed one keeps its summary and loses the gone documents' claims
+    (their sentences, verbatim source text, are what the offline map quotes and what citations use).
+    """
+    kept: list[CommunityInput] = []
+    for community in inputs:
+        provenance = {p: c for p, c in community.provenance.items() if p in live_paths}
+        if not provenance:
+            continue
+        claims = [cl for cl in community.claims if cl.path in live_paths]
+        kept.append(dataclasses.replace(community, claims=claims, provenance=provenance))
+    return kept

@@ -1,0 +1,44 @@
+"""Global search's map and reduce with a chat model: the reference's prompts, JSON read with repair rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from librarian.graph.json_repair import parse_llm_json, validate_map_answer, validate_reduce_answer
+from librarian.graph.query.global_batches import MapBatch
+from librarian.graph.query.global_search import (
+    MAP_PROMPT,
+    REDUCE_PROMPT,
+    MapAnswer,
+    Reducer,
+    format_map_answer,
+)
+
+
+def _reply_text(message: Any) -> str:
+    content = getattr(message, "content", message)
+    if isinstance(content, list):
+        return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+    return str(content or "")
+
+
+class LLMMapper:
+    """Map with a LangChain chat model: `MAP_PROMPT`, JSON parsed with the repair rules."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    async def __call__(self, query: str, batch: MapBatch) -> MapAnswer:
+        prompt = MAP_PROMPT.format(query=query, content=batch.content)
+        reply = await self.model.ainvoke(prompt)
+        parsed = validate_map_answer(parse_llm_json(_reply_text(reply)))
+        return MapAnswer(parsed["answer"], parsed["usefulness"], batch.community_ids)
+
+
+def llm_reducer(model: Any) -> Reducer:
+    async def reduce(query: str, selected: list[MapAnswer]) -> str:
+        content = "\n\n".join(format_map_answer(a) for a in selected)
+        reply = await model.ainvoke(REDUCE_PROMPT.format(query=query, content=content))
+        return validate_reduce_answer(parse_llm_json(_reply_text(reply)))["answer"]
+
+    return reduce

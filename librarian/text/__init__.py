@@ -1,0 +1,1 @@
+"""Plain-text helpers shared by retrieval and answers; they import nothing else of the project."""

@@ -1,0 +1,116 @@
+"""`librarian ask QUESTION --org ORG [--mode]`: one answer with its citations and their verification.
+
+The answer comes from `services.ask.answer_with_mode`, the path the API's `ask` takes too; this
+module only shows it: which `[n]` markers point at which source, and whether each source supports
+the sentences that cite it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import Any
+
+from librarian_cli.common import add_json_argument, add_org_argument, console, load_stack, require_documents
+from librarian_cli.output import print_json
+
+MODES = ["auto", "search", "local", "global"]
+CITED_FIELDS = ("filename", "page", "path")
+
+
+def add_ask_command(subparsers: Any) -> argparse.ArgumentParser:
+    ask = subparsers.add_parser("ask", help="ask the agent a question; show the answer and its citations")
+    ask.add_argument("query", metavar="question")
+    ask.add_argument(
+        "--mode",
+        choices=MODES,
+        default="auto",
+        help="search: the agent; local/global: GraphRAG; auto (default): chosen from the question",
+    )
+    add_org_argument(ask)
+    add_json_argument(ask)
+    return ask
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    """One question (chat model if configured, else extractive) with its citations, by --mode:
+    search (the agent), graph local, graph global, or auto (chosen from the question)."""
+    import asyncio
+
+    stack = load_stack()
+    require_documents(stack, args.org)
+    from services.ask import answer_with_mode
+
+    result = asyncio.run(answer_with_mode(stack, args.org, args.query, args.mode))
+    records = result["details"].get("citations") or []
+    citations = cited_sources(result["answer"], result["sources"])
+    if args.json:
+        print_json(
+            {
+                "organization": args.org,
+                "question": args.query,
+                "mode": result["mode"],
+                "modeChosenBy": result["chosenBy"],
+                "status": result["status"],
+                "answer": result["answer"],
+                "citations": citations,
+                "sources": result["sources"],
+                "verification": records,
+            }
+        )
+        return 0
+    print_answer(result, citations, records)
+    return 0
+
+
+def cited_sources(answer: str, sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every `[n]` in the answer with the source it cites (`sources[n - 1]`), in number order.
+
+    A number without a source is kept with its number alone, so the table can show it as such
+    instead of hiding a citation that points nowhere.
+    """
+    cited = sorted({int(n) for n in re.findall(r"\[(\d+)\]", answer)})
+    citations = []
+    for n in cited:
+        source = sources[n - 1] if 1 <= n <= len(sources) else None
+        citations.append({"n": n, **({k: source[k] for k in CITED_FIELDS} if source else {})})
+    return citations
+
+
+def supported_markers(records: list[dict[str, Any]]) -> dict[int, bool]:
+    """[n] -> does that source support a sentence citing it (librarian.answers.citations)."""
+    backs: dict[int, bool] = {}
+    for record in records:
+        for evidence in record["evidence"]:
+            backs[evidence["marker"]] = backs.get(evidence["marker"], False) or evidence["supported"]
+    return backs
+
+
+def print_answer(result: Any, citations: list[dict[str, Any]], records: list[dict[str, Any]]) -> None:
+    from rich.text import Text
+
+    console().print(Text(f"mode: {result['mode']} (chosen by {result['chosenBy']})", style="dim"))
+    console().print(Text(result["answer"]))
+    if citations:
+        print_citations_table(citations, supported_markers(records))
+    flagged = [r for r in records if r["action"] != "kept"]
+    if flagged:
+        action = flagged[0]["action"]
+        console().print(f"{len(flagged)} sentence(s) not supported by their cited sources were {action}.")
+
+
+def print_citations_table(citations: list[dict[str, Any]], backs: dict[int, bool]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="Citations")
+    table.add_column("#", no_wrap=True)
+    for column in ("file", "page", "path", "supports"):
+        table.add_column(column, overflow="fold")
+    for c in citations:
+        verdict = {True: Text("yes"), False: Text("no", style="red")}.get(backs.get(c["n"]), Text(""))
+        if "path" in c:
+            table.add_row(f"[{c['n']}]", Text(c["filename"]), str(c["page"]), Text(c["path"]), verdict)
+        else:
+            table.add_row(f"[{c['n']}]", Text("no such source", style="red"), "", "", verdict)
+    console().print(table)

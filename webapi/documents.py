@@ -1,0 +1,158 @@
+"""The document routes: upload, list, status, delete, and an admin's cancel of a running ingest.
+
+The handlers only translate HTTP: the operations, their order of effects and their outcomes are
+`services.documents.DocumentOps`, the same ones the CLI and notebooks call, here over `ServerRuns`.
+An upload or a delete also schedules the organization's graph rebuild (coalesced).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated
+
+from fastapi import Request
+from fastapi.responses import JSONResponse
+
+from librarian.errors import FileTooLargeError
+from librarian.files.multipart import ENVELOPE_BYTES, read_file_field
+from librarian.settings import get_settings
+from librarian.stack import get_stack
+from services.document_runs import ServerRuns
+from services.documents import DocumentOps
+from services.graph_index_runs import schedule_build
+from webapi.access import Access, Reader, Writer, admin
+from webapi.errors import ApiError
+from webapi.models import (
+    DocumentDeleted,
+    DocumentList,
+    DocumentStatus,
+    IngestCancelled,
+    UploadAccepted,
+    UploadForm,
+)
+from webapi.params import DocumentPath
+from webapi.routing import librarian_router, refusals
+
+logger = logging.getLogger("librarian.server")
+
+router = librarian_router()
+
+# FastAPI would read a declared `File` parameter whole before the handler runs; the handler streams
+# the body with its own size limit instead, so the form is only described here, from its model.
+UPLOAD_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"multipart/form-data": {"schema": UploadForm.model_json_schema()}},
+    }
+}
+
+
+def documents() -> DocumentOps:
+    """The same operations as `services.documents.DocumentService`, with runs on this server."""
+    return DocumentOps(get_stack(), ServerRuns())
+
+
+async def _schedule_graph_after_change(org: str, owner: str) -> None:
+    """A document changed: rebuild the organization's graph once its ingests are done (coalesced).
+
+    A failure to schedule is logged, never the upload's or delete's failure: the next change or an
+    admin's POST /orgs/{org}/graph schedules it again. Off with LIBRARIAN_GRAPH_AUTO_BUILD=false.
+    """
+    if not get_settings().graph_auto_build:
+        return
+    try:
+        await schedule_build(org, owner=owner, wait_for_ingests=True)
+    except Exception:
+        logger.exception("could not schedule the graph build of %s", org)
+
+
+@router.post(
+    "/orgs/{org}/documents",
+    status_code=202,
+    response_model=UploadAccepted,
+    operation_id="uploadDocument",
+    summary="Upload a document (same name replaces) and enqueue its ingest.",
+    response_description="Stored; ingest enqueued.",
+    responses=refusals({413: "The file is larger than LIBRARIAN_MAX_UPLOAD_BYTES; nothing was written."}),
+    openapi_extra=UPLOAD_BODY,
+)
+async def upload_document(request: Request, access: Writer) -> UploadAccepted:
+    """Store the file, then enqueue its ingest; the status routes report progress."""
+    limit = get_settings().max_upload_bytes
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.isdigit():
+            raise ApiError(400, "malformed_upload", "Content-Length is not a number")
+        if int(declared) > limit + ENVELOPE_BYTES:
+            raise FileTooLargeError(f"the upload is larger than the limit of {limit} bytes")
+    upload = await read_file_field(request.headers.get("content-type"), request.stream(), limit=limit)
+    ops = documents()
+    path = await ops.upload(access.org, upload.filename, upload.data)  # cancels the path's running ingest
+    run = await ops.ingest(access.org, path, owner=access.owner)
+    await _schedule_graph_after_change(access.org, access.owner)
+    return UploadAccepted(path=path, thread_id=run.thread_id, run_id=run.run_id, size_bytes=len(upload.data))
+
+
+@router.get(
+    "/orgs/{org}/documents",
+    response_model=DocumentList,
+    operation_id="listDocuments",
+    summary="Every file of the organization with its latest ingest status.",
+    response_description="Documents.",
+)
+async def list_documents(access: Reader) -> JSONResponse:
+    statuses = await documents().list(access.org)
+    return JSONResponse({"organization_id": access.org, "documents": [s.as_dict() for s in statuses]})
+
+
+@router.post(
+    "/orgs/{org}/documents/{path:path}/cancel",
+    status_code=202,
+    response_model=IngestCancelled,
+    operation_id="cancelDocumentIngest",
+    summary="Organization admins: cancel the document's queued or running ingest.",
+    description="The run ends cancelled and a follow-up run removes every vector it wrote; the "
+    "document's status becomes `cancelled`.",
+    response_description="Cancelled; the follow-up run is enqueued.",
+    responses=refusals(
+        {
+            403: "Not an admin of the organization.",
+            404: "No such document.",
+            409: "The document has no queued or running ingest.",
+        }
+    ),
+)
+async def cancel_document_ingest(
+    access: Annotated[Access, admin("cancel an ingest")], path: DocumentPath
+) -> IngestCancelled:
+    run = await documents().cancel(access.org, path, owner=access.owner)
+    return IngestCancelled(path=path, cancelled=True, thread_id=run.thread_id, run_id=run.run_id)
+
+
+@router.get(
+    "/orgs/{org}/documents/{path:path}",
+    response_model=DocumentStatus,
+    operation_id="getDocument",
+    summary="One document's latest ingest status (a deleted one: `deleted`).",
+    response_description="Status.",
+    responses=refusals({404: "No such document."}),
+)
+async def get_document(access: Reader, path: DocumentPath) -> JSONResponse:
+    return JSONResponse((await documents().status(access.org, path)).as_dict())
+
+
+@router.delete(
+    "/orgs/{org}/documents/{path:path}",
+    response_model=DocumentDeleted,
+    operation_id="deleteDocument",
+    summary="Cancel its ingest, delete its vectors, then its file (status `deleted`).",
+    response_description="Deleted.",
+    responses=refusals({404: "No such document (never uploaded, or already deleted)."}),
+)
+async def delete_document(access: Writer, path: DocumentPath) -> DocumentDeleted:
+    run = await documents().delete(access.org, path, owner=access.owner)
+    # Graph answers stop citing it now (query-time liveness against the index,
+    # librarian/graph/query/liveness.py); the graph keeps listing it as removed, so `graph status` is
+    # not up to date until the coalesced rebuild removes its contribution.
+    await _schedule_graph_after_change(access.org, access.owner)
+    return DocumentDeleted(path=path, deleted=True, thread_id=run.thread_id, run_id=run.run_id)

@@ -1,0 +1,210 @@
+"""The response bodies of Librarian's routes, declared once: the routes build or return them, and the
+OpenAPI document is generated from them.
+
+Bodies the routes compose (an accepted upload, a scheduled build) are built from these models. Bodies
+that come whole from the services (a document's status, the graph's status and views) are sent as the
+services made them, so nothing is dropped or renamed on the way; their models allow extra keys, and
+`tests/unit/test_webapi.py` checks the services' bodies against them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RunId = Annotated[str, Field(json_schema_extra={"format": "uuid"})]
+
+
+class Open(BaseModel):
+    """A body whose producer may add keys: the listed ones are the contract."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+# --- documents -----------------------------------------------------------------------------------
+
+
+# Only described: the upload route streams the form itself, with its own size limit.
+class UploadForm(BaseModel):
+    """The multipart form of an upload."""
+
+    file: bytes = Field(description="The document; its file name becomes its name under `docs/`.")
+
+
+class UploadAccepted(BaseModel):
+    path: str
+    thread_id: RunId
+    run_id: RunId
+    size_bytes: int
+
+
+IngestState = Literal[
+    "indexed", "skipped", "failed", "running", "queued", "deleted", "cancelled", "not_ingested"
+]
+
+
+class DocumentStatus(Open):
+    path: str
+    status: IngestState
+    chunkCount: int
+    reason: str | None = None
+    error: str | None = None
+    contentHash: str | None = None
+    parser: str | None = None
+    updatedAt: str | None = None
+    sizeBytes: int | None = None
+    threadId: RunId | None = None
+    queuedRuns: int | None = None
+
+
+class DocumentList(Open):
+    organization_id: str
+    documents: list[DocumentStatus]
+
+
+class DocumentDeleted(BaseModel):
+    path: str
+    deleted: bool
+    thread_id: RunId
+    run_id: RunId
+
+
+class IngestCancelled(BaseModel):
+    path: str
+    cancelled: bool
+    thread_id: RunId
+    run_id: RunId
+
+
+# --- the graph index -----------------------------------------------------------------------------
+
+
+class GraphBuildScheduled(BaseModel):
+    organization_id: str
+    thread_id: RunId
+    run_id: RunId
+    coalesced: bool = Field(description="A build was already queued: that one is returned.")
+
+
+class FailedDocument(Open):
+    path: str
+    reason: str | None = None
+
+
+class LastBuild(Open):
+    status: Literal["never", "queued", "running", "published", "failed"]
+    startedAt: str | None = None
+    updatedAt: str | None = None
+    publishedVersion: int | None = None
+    documents: int = 0
+    extracted: list[str] = []
+    chunksExtracted: int = 0
+    chunksReused: int = 0
+    failedDocuments: list[FailedDocument] = []
+    skippedDocuments: list[Any] = []
+    summariesReused: int = 0
+    summariesWritten: int = 0
+    extractionsPruned: int = 0
+    timings: dict[str, float] = {}
+    error: str | None = None
+    reason: str | None = None
+    queuedRuns: int | None = None
+    threadId: RunId | None = None
+
+
+class GraphStatus(Open):
+    organization_id: str
+    version: int | None = Field(description="Published version; null before the first build.")
+    publishedAt: str | None = None
+    documents: int = 0
+    entities: int = 0
+    edges: int = 0
+    claims: int = 0
+    communitiesPerLevel: dict[str, int] = Field(
+        description="Communities per level; level 0 is the root (coarsest)."
+    )
+    extractor: str | None = None
+    summarizer: str | None = None
+    lastBuild: LastBuild
+    staleDocuments: list[str] = Field(
+        description="Indexed documents the published version does not reflect (new or changed)."
+    )
+    removedDocuments: list[str] = []
+    upToDate: bool = False
+
+
+class GraphCommunity(Open):
+    id: int
+    level: int
+    parent: int | None = None
+    title: str
+    summary: str
+    size: int
+    members: list[str] = Field(description="Display names of its first members.")
+    rank: float
+
+
+class GraphCommunities(Open):
+    organization_id: str
+    version: int
+    communities: list[GraphCommunity] = Field(description="Coarsest level first.")
+
+
+class GraphNode(Open):
+    name: str
+    label: str
+    type: str
+    degree: int
+
+
+class GraphEdge(Open):
+    source: str
+    target: str
+    relation: str
+    weight: float
+
+
+class EntityNeighbourhood(Open):
+    organization_id: str
+    version: int
+    center: str
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+
+
+class LocalSource(Open):
+    id: str
+    path: str
+    filename: str
+    page: int
+    bbox: dict[str, float] | None = Field(description="Page fractions, top-left origin.")
+    text: str
+    score: float
+
+
+class LocalEvidence(Open):
+    kind: Literal["chunk", "claim"]
+    text: str
+    source: int = Field(description="1-based number of its source in `sources`.")
+    subject: str | None = None
+    object: str | None = None
+
+
+class LocalNeighbourhood(Open):
+    matched: list[str]
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+
+
+class LocalAnswer(Open):
+    organization_id: str
+    version: int
+    status: str
+    question: str
+    matchedEntities: list[dict[str, Any]]
+    communities: list[dict[str, Any]]
+    evidence: list[LocalEvidence]
+    relevantContext: str
+    sources: list[LocalSource]
+    neighbourhood: LocalNeighbourhood | None

@@ -1,0 +1,136 @@
+"""The path and query parameters of Librarian's routes, each declared once: its check and its OpenAPI.
+
+A parameter's check is a `BeforeValidator` that raises `ApiError`. Pydantic lets exceptions other than
+`ValueError` and `AssertionError` through unwrapped, so a bad value is refused with the route's own
+status, code and message (never FastAPI's 422 list), by the first parameter that fails, in the order
+the route declares them. The constraints beside each check (`pattern`, `ge`, `max_length`, ...) are
+the same rules said in JSON Schema: they document the check, and they always hold once it passed.
+
+A required parameter that is missing never reaches its check (FastAPI reports it as missing), so
+`refusal_of_invalid` runs that parameter's check on an empty value, which is how the routes have
+always read a missing one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import Path, Query
+from fastapi.exceptions import RequestValidationError
+from pydantic import BeforeValidator
+
+from librarian.errors import InvalidPathError, TenantError
+from librarian.files.paths import validate_document_path
+from librarian.tenancy import ORG_ID_PATTERN, validate_organization_id
+from webapi.errors import ApiError, code_for
+
+DEFAULT_WIDTH_PX = 1000
+MIN_WIDTH_PX, MAX_WIDTH_PX = 200, 2000
+MAX_PAGE = 100_000
+MAX_ENTITY_CHARS = 200
+MAX_QUESTION_CHARS = 1000
+
+#: Parameter name -> its check, for `refusal_of_invalid`.
+CHECKS: dict[str, Callable[[Any], Any]] = {}
+
+
+def _checked(name: str, check: Callable[[Any], Any]) -> BeforeValidator:
+    CHECKS[name] = check
+    return BeforeValidator(check)
+
+
+def check_org(value: Any) -> str:
+    try:
+        return validate_organization_id(value)
+    except TenantError:
+        raise ApiError(404, "not_found", "no such organization") from None
+
+
+def check_document_path(value: Any) -> str:
+    """The canonical (NFC) `docs/<name>` path, which the route uses from then on."""
+    try:
+        return validate_document_path(value)
+    except InvalidPathError as exc:  # a ValueError: pydantic would wrap it, so it becomes an ApiError here
+        raise ApiError(400, exc.code, str(exc)) from None
+
+
+def check_page(value: Any) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ApiError(400, "bad_page", "the page must be a whole number, e.g. pages/1.png") from None
+    if not 1 <= number <= MAX_PAGE:
+        raise ApiError(404, "page_not_found", "pages are numbered from 1")
+    return number
+
+
+def check_width(value: Any) -> int:
+    # isdecimal, not isdigit: int() refuses the superscripts that isdigit accepts.
+    raw = str(value)
+    if not raw.isdecimal() or not MIN_WIDTH_PX <= int(raw) <= MAX_WIDTH_PX:
+        message = f"width must be a whole number of pixels from {MIN_WIDTH_PX} to {MAX_WIDTH_PX}"
+        raise ApiError(400, "bad_width", message)
+    return int(raw)
+
+
+def check_entity(value: Any) -> str:
+    entity = str(value or "").strip()
+    if not entity or len(entity) > MAX_ENTITY_CHARS:
+        raise ApiError(400, "bad_entity", f"give an entity name of 1 to {MAX_ENTITY_CHARS} characters")
+    return entity
+
+
+def check_question(value: Any) -> str:
+    question = str(value or "").strip()
+    if not question or len(question) > MAX_QUESTION_CHARS:
+        raise ApiError(400, "bad_question", f"give a question of 1 to {MAX_QUESTION_CHARS} characters")
+    return question
+
+
+OrgId = Annotated[
+    str,
+    Path(pattern=ORG_ID_PATTERN.pattern, description="Organization id; one of the caller's memberships."),
+    _checked("org", check_org),
+]
+DocumentPath = Annotated[
+    str,
+    Path(pattern="^docs/.+$", description="Document path, `docs/<file name>` (URL-encoded)."),
+    _checked("path", check_document_path),
+]
+PageNumber = Annotated[
+    int,
+    Path(ge=1, le=MAX_PAGE, description="1-based page number (a source's `page`)."),
+    _checked("page", check_page),
+]
+PageWidth = Annotated[
+    int,
+    Query(
+        ge=MIN_WIDTH_PX,
+        le=MAX_WIDTH_PX,
+        description="Image width in pixels (a very tall page comes out narrower).",
+    ),
+    _checked("width", check_width),
+]
+EntityName = Annotated[
+    str,
+    Query(min_length=1, max_length=MAX_ENTITY_CHARS, description="An entity name or alias."),
+    _checked("entity", check_entity),
+]
+Question = Annotated[
+    str,
+    Query(min_length=1, max_length=MAX_QUESTION_CHARS, description="The question, naming its entities."),
+    _checked("q", check_question),
+]
+
+
+def refusal_of_invalid(exc: RequestValidationError) -> ApiError:
+    """The refusal of a parameter FastAPI reported before its check ran (a missing required one)."""
+    for error in exc.errors():
+        check = CHECKS.get(str(error.get("loc", ("",))[-1]))
+        if check is not None:
+            try:
+                check("")
+            except ApiError as refusal:
+                return refusal
+    return ApiError(400, code_for(400), "the request's parameters are invalid")
