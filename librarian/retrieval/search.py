@@ -16,6 +16,7 @@ from typing_extensions import TypedDict  # pydantic (Studio's schemas) needs it 
 
 from librarian.embeddings.base import DenseEmbedder, SparseEmbedder, SparseVector
 from librarian.index.base import QueryMatch, VectorIndex
+from librarian.retrieval.excerpts import numbered_excerpts
 from librarian.retrieval.reranker import Reranked, Reranker
 from librarian.stack import Stack
 from librarian.tenancy import validate_organization_id
@@ -115,9 +116,7 @@ def to_source(item: Reranked) -> Source:
 
 def format_context(sources: list[Source]) -> str:
     """Numbered excerpts; `[n]` in an answer cites `sources[n-1]`."""
-    return "\n\n".join(
-        f"[{i}] {s['filename']}, page {s['page']}:\n{s['text']}" for i, s in enumerate(sources, start=1)
-    )
+    return numbered_excerpts(enumerate(sources, start=1))
 
 
 def embed_query(

@@ -14,10 +14,13 @@ cancels them. Run ids are UUIDs, so the set only grows by the runs actually canc
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from weakref import WeakValueDictionary
 
 from librarian.errors import LibrarianError
+
+if TYPE_CHECKING:
+    from langgraph.runtime import Runtime
 
 
 class IngestCancelledError(LibrarianError):
@@ -30,7 +33,7 @@ _cancelled: set[str] = set()
 _guard = threading.Lock()
 
 
-def run_id_of(runtime: Any) -> str | None:
+def run_id_of(runtime: Runtime[Any] | None) -> str | None:
     """The id of the run a node belongs to: the server's run id, or the one `LocalRuns` gave it."""
     info = getattr(runtime, "execution_info", None)
     run_id = getattr(info, "run_id", None)
@@ -53,7 +56,7 @@ def forget_run(run_id: str) -> None:
         _cancelled.discard(str(run_id))
 
 
-def raise_if_cancelled(runtime: Any) -> None:
+def raise_if_cancelled(runtime: Runtime[Any] | None) -> None:
     if is_cancelled(run_id_of(runtime)):
         raise IngestCancelledError("the ingest was cancelled")
 

@@ -65,6 +65,7 @@ from librarian.graph.query.local_ranking import (
 from librarian.graph.query.match import MatchedEntity, match_entities
 from librarian.graph.query.parse import ParsedQuery, parse_query
 from librarian.graph.query.snapshot import GraphSnapshot, check_dimension, community_documents, load_snapshot
+from librarian.retrieval.excerpts import excerpt
 from librarian.retrieval.search import SearchOptions, Source, SourceScores, search
 from librarian.stack import Stack
 from librarian.tenancy import validate_organization_id
@@ -161,7 +162,7 @@ def render_context(
     lines += [f"- {c['title']}: {c['summary']}" for c in communities if c["summary"]] or ["(none)"]
     lines.append("[Evidence]")
     for n, s in enumerate(sources, start=1):
-        lines.append(f"[{n}] {s['filename']}, page {s['page']}:\n{s['text']}")
+        lines.append(excerpt(n, s["text"], s["filename"], s["page"]))
     for claim in claims:
         if claim["sourceId"] in number:
             lines.append(f"- claim [{number[claim['sourceId']]}]: {claim['text']}")
