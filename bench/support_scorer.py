@@ -105,11 +105,12 @@ def fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
 
 
 def answer_floor(folder: Path, floor: float) -> None:
-    """How the extractive answerer's floor (`graphs.extractive.ANSWER_FLOOR`) splits answerable from
-    unanswerable questions. Answerable: a HotpotQA question against the sentences of its own supporting
-    paragraphs. Unanswerable: the same question against the supporting paragraphs of the next question
-    (other Wikipedia articles, so the documents do not answer). Score: the best MiniLM cosine between
-    the question and any sentence, as the answerer computes it. The floor is set by hand, not fitted."""
+    """How the extractive answerer's floor (`librarian.answers.extractive.ANSWER_FLOOR`) splits
+    answerable from unanswerable questions. Answerable: a HotpotQA question against the sentences of
+    its own supporting paragraphs. Unanswerable: the same question against the supporting paragraphs
+    of the next question (other Wikipedia articles, so the documents do not answer). Score: the best
+    MiniLM cosine between the question and any sentence, as the answerer computes it. The floor is set
+    by hand, not fitted."""
     from sklearn.metrics import roc_auc_score
 
     from librarian.answers.support import bundled_embedder

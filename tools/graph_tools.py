@@ -78,7 +78,7 @@ def render_global(result: dict[str, Any], numbered: list[tuple[int, Source]]) ->
 
 
 # The agent re-renders tool messages with their final `[n]` once parallel calls' sources are merged
-# (`tools.search.renumber_search_results`): without these, a graph tool called beside
+# (`librarian.answers.numbering.renumber_search_results`): without these, a graph tool called beside
 # `search_documents` in one turn would number its excerpts from the same start and collide.
 RENDERERS: dict[str, Renderer] = {"graph_local_search": render_local, "graph_global_search": render_global}
 
