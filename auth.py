@@ -8,8 +8,16 @@
    one, two different ones, or Studio's `x-auth-scheme: langsmith` header without one is a 401
    (`disable_studio_auth` is set, so Studio gets no bypass).
 2. The `@auth.on` handlers stamp `organization_id` and `owner` on everything a caller creates and
-   return `{"organization_id": org}` as a filter on everything they read, update or delete, so
-   another organization's threads, runs, crons and assistants simply do not exist for them.
+   return a filter on everything they read, update or delete, so what is not theirs simply does
+   not exist for them (404, or absent from a listing, with totals counted after the filter):
+   - conversations (chat threads, their runs, state, history, streams and copies, and crons) belong
+     to the user who started them: `{"organization_id": org, "owner": user}`. Every other user, of
+     any role, the organization's admins included, gets what another organization's caller gets.
+     Admins erase a colleague's conversations (retention) through
+     `DELETE /orgs/{org}/members/{user}/conversations`, which deletes without reading;
+   - document status threads (`kind=document`) are the organization's: every member may read them,
+     nobody may write them through the Platform API;
+   - assistants are the organization's configuration, shared by its members.
 3. Only the `agent` graph is a client's to use (an allow-list, so a new graph is closed by default):
    assistants may be created or re-pointed only on it, and runs and crons only on its assistants.
    Ingest, reindex and index builds run only through the document routes.
@@ -28,8 +36,9 @@ from uuid import UUID, uuid5
 from langgraph_sdk import Auth, get_client
 from langgraph_sdk.errors import NotFoundError
 
-from librarian.auth import AuthenticationError, TokenVerifier, verifier_from_settings
+from librarian.auth import AuthenticationError, TokenVerifier, presented_token, verifier_from_settings
 from librarian.errors import ConfigError, ContractMismatchError
+from librarian.ownership import own_conversations_filter, owned_filter, readable_threads_filter
 from librarian.settings import get_settings
 from librarian.stack import get_stack
 
@@ -82,27 +91,6 @@ def _bad_request(message: str) -> Auth.exceptions.HTTPException:
     return Auth.exceptions.HTTPException(status_code=400, detail=message)
 
 
-def presented_token(authorization: str | None, api_key: str | None) -> str:
-    """The one token a request presents, from `Authorization: Bearer` and/or `X-Api-Key`.
-
-    Both headers may carry it (the LangGraph JS SDK sends its `apiKey` as `X-Api-Key`); when both
-    are present they must agree, so a proxy that injects one cannot be overridden by the other.
-    """
-    bearer: str | None = None
-    if authorization is not None and authorization.strip():
-        scheme, _, value = authorization.strip().partition(" ")
-        if scheme.lower() != "bearer" or not value.strip():
-            raise _unauthorized("a bearer token is required")
-        bearer = value.strip()
-    key = api_key.strip() if api_key is not None and api_key.strip() else None
-    if bearer and key and bearer != key:
-        raise _unauthorized("Authorization and X-Api-Key carry different tokens")
-    token = bearer or key
-    if not token:
-        raise _unauthorized("a bearer token is required")
-    return token
-
-
 @auth.authenticate
 async def authenticate(authorization: str | None, headers: dict[bytes, bytes]) -> dict[str, Any]:
     """Verify the token; the returned dict is the request's user (and the runs' user)."""
@@ -123,6 +111,18 @@ def _org(ctx: Auth.types.AuthContext) -> str:
     if not org:  # cannot happen for users made by `authenticate`; refuse rather than widen
         raise Auth.exceptions.HTTPException(status_code=403, detail="no active organization")
     return str(org)
+
+
+def _owned(ctx: Auth.types.AuthContext) -> dict[str, str]:
+    return owned_filter(_org(ctx), str(ctx.user.identity))
+
+
+def _own_conversations(ctx: Auth.types.AuthContext) -> dict[str, str]:
+    return own_conversations_filter(_org(ctx), str(ctx.user.identity))
+
+
+def _readable_threads(ctx: Auth.types.AuthContext) -> dict[str, Any]:
+    return readable_threads_filter(_org(ctx), str(ctx.user.identity))
 
 
 def _stamp(ctx: Auth.types.AuthContext, value: dict[str, Any], **extra: str) -> str:
@@ -194,23 +194,6 @@ def _require_client_graph(graph_id: Any) -> None:
         raise _forbidden(f"assistants can only be made for the {', '.join(sorted(CLIENT_GRAPHS))} graph")
 
 
-async def _refuse_thread_creation_by_run(org: str, thread_id: str) -> None:
-    """`if_not_exists: "create"` may only name a thread the caller's organization already has.
-
-    Creating the thread on the fly would answer 404 for another organization's existing id and 200
-    for a fresh one (an existence oracle), so both are refused alike; threads are made by
-    POST /threads, which picks the id. Runs on an existing own thread (the v2 `run.start` command
-    always sends "create") go on as usual.
-    """
-    try:
-        thread = await _loopback().threads.get(thread_id)
-    except NotFoundError:
-        thread = None
-    metadata = (thread or {}).get("metadata") or {}
-    if metadata.get("organization_id") != org:
-        raise _forbidden("runs cannot create threads here: create the thread first with POST /threads")
-
-
 # --- threads and runs ------------------------------------------------------------------------------
 # Chat threads carry kind=chat. Document threads (kind=document) are created by the routes through
 # the in-process client, which skips these handlers; members may read them (they are the status of
@@ -225,40 +208,52 @@ async def on_thread_create(ctx: Auth.types.AuthContext, value: Auth.types.on.thr
 
 @auth.on.threads.create_run
 async def on_run_create(ctx: Auth.types.AuthContext, value: Auth.types.on.threads.create_run.value):
+    """A run goes on the caller's own conversation, or on a new one it creates, stamped as theirs.
+
+    Creating (`if_not_exists: "create"`) is how A2A starts a new context: its in-process call names
+    a fresh, server-made id. Over HTTP, `webapi.thread_gate` lets such a run name only the caller's
+    own thread (another answer for a taken id than for a fresh one would be an existence oracle);
+    the guessable ids (uuid5, the document threads') are refused here for everyone.
+    """
     _refuse_document_thread_ids(value)
-    if value.get("thread_id") and value.get("if_not_exists") == "create":
-        await _refuse_thread_creation_by_run(_org(ctx), str(value["thread_id"]))
     await _require_runnable(_org(ctx), value.get("assistant_id"))
-    return {"organization_id": _stamp(ctx, value, kind="chat"), "kind": "chat"}
+    _stamp(ctx, value, kind="chat")
+    return _own_conversations(ctx)
 
 
 @auth.on.threads.read
-async def on_thread_read(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
-    return {"organization_id": _org(ctx)}
+async def on_thread_read(ctx: Auth.types.AuthContext, value: Any) -> dict[str, Any]:
+    return _readable_threads(ctx)
 
 
 @auth.on.threads.search
-async def on_thread_search(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
-    """Search by metadata, status or ids; a `values` filter is refused.
+async def on_thread_search(ctx: Auth.types.AuthContext, value: Any) -> dict[str, Any]:
+    """The caller's own conversations (a count, too, counts only those); a `values` filter is refused.
+
+    Document status threads stay readable by id but are not listed: a user's thread list is their
+    conversations. (The same action lists a thread's runs, with the thread's `thread_id`.)
 
     The in-memory runtime crashes (500) comparing a `values` filter with a thread that has no values
     yet, and chat clients do not filter by values, so it is refused up front rather than half-served.
     """
     if value.get("values"):
         raise _bad_request("searching threads by values is not supported; filter by metadata instead")
-    return {"organization_id": _org(ctx)}
+    if value.get("thread_id"):  # listing one thread's runs: as readable as the thread itself
+        return _readable_threads(ctx)
+    return _own_conversations(ctx)
 
 
 @auth.on.threads.update
 async def on_thread_update(ctx: Auth.types.AuthContext, value: Auth.types.on.threads.update.value):
+    """Rename, change state, cancel a run: the owner's conversations only."""
     if value.get("metadata") is not None:
         _stamp(ctx, value, kind="chat")
-    return {"organization_id": _org(ctx), "kind": "chat"}
+    return _own_conversations(ctx)
 
 
 @auth.on.threads.delete
 async def on_thread_delete(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
-    return {"organization_id": _org(ctx), "kind": "chat"}
+    return _own_conversations(ctx)
 
 
 # --- crons -----------------------------------------------------------------------------------------
@@ -286,14 +281,15 @@ async def on_cron_create(ctx: Auth.types.AuthContext, value: Auth.types.on.crons
 async def on_cron_update(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
     if value.get("metadata") is not None:
         _stamp(ctx, value, kind="chat")
-    return {"organization_id": _org(ctx)}
+    return _owned(ctx)
 
 
 @auth.on.crons.read
 @auth.on.crons.delete
 @auth.on.crons.search
 async def on_cron_access(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
-    return {"organization_id": _org(ctx)}
+    """A cron is a conversation on a timer: its creator's alone, like the thread it runs on."""
+    return _owned(ctx)
 
 
 # --- assistants ------------------------------------------------------------------------------------

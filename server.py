@@ -9,7 +9,10 @@
     POST   /orgs/{org}/graph              admins: schedule a rebuild of the GraphRAG index (coalesced)
     GET    /orgs/{org}/graph              GraphRAG index status: version, counts per level, last build
     GET    /orgs/{org}/graph/{communities,neighbourhood,local}   the web app's views of the graph
+    DELETE /orgs/{org}/members/{user}/conversations   admins: erase a member's conversations (retention)
     GET    /openapi-librarian.json        OpenAPI document of these routes
+    POST   /mcp                           MCP (streamable HTTP): ask_library, search_documents
+    POST   /v1/chat/completions           OpenAI-compatible chat (stream or not); GET /v1/models
 
 The routes live in `webapi/`, one module per resource (`documents`, `pages`, `graph`, `webapp` for the
 browser app at `/`); this module assembles them into the app the server loads.
@@ -37,10 +40,13 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 
 from librarian.runs.threads import server_thread_id
-from webapi import documents, graph, openapi, pages
+from webapi import conversations, documents, graph, mcp, openai_compat, openapi, pages
+from webapi.cors import CorsMiddleware
 from webapi.errors import ErrorShapeMiddleware
 from webapi.guard import PlatformBodyGuardMiddleware, loopback_error
+from webapi.metrics_guard import MetricsGuardMiddleware
 from webapi.routing import refusal
+from webapi.thread_gate import ThreadGateMiddleware
 from webapi.webapp import WebAppMiddleware
 
 __all__ = ["app", "server_thread_id"]
@@ -53,9 +59,12 @@ app = FastAPI(
     docs_url=None,
     redoc_url=None,
     middleware=[
+        Middleware(CorsMiddleware),  # cross-origin grants: LIBRARIAN_CORS_ORIGINS only, not the server's *
+        Middleware(MetricsGuardMiddleware),  # /metrics: admin tokens only
         Middleware(WebAppMiddleware),  # `/` and `/assets/`: the browser app, no token needed
         Middleware(ErrorShapeMiddleware, prefixes=("/orgs/", "/openapi-librarian.json")),
-        Middleware(PlatformBodyGuardMiddleware),  # no client-chosen ids, no history query that 500s
+        Middleware(PlatformBodyGuardMiddleware),  # no client-chosen ids, no 500-ing history or nesting
+        Middleware(ThreadGateMiddleware),  # thread routes the auth handlers miss (webapi/thread_gate.py)
     ],
     exception_handlers={
         # The server merges these into its own: MCP and A2A call the platform in-process, and a
@@ -68,5 +77,5 @@ app = FastAPI(
 del app.exception_handlers[HTTPException]
 
 # The page route first: the document routes' `{path:path}` would also match `.../pages/1.png`.
-for module in (pages, documents, graph, openapi):
+for module in (pages, documents, graph, conversations, mcp, openai_compat, openapi):
     app.router.routes.extend(module.router.routes)

@@ -68,4 +68,9 @@ def build_agent(
     )
 
 
-graph = build_agent()
+#: The name clients show for the agent: the server names the graph's default assistant after the
+#: compiled graph, and A2A agent cards, MCP and the OpenAI endpoint's model list show that name.
+#: (`langgraph.json` gives the description.)
+ASSISTANT_NAME = "Librarian"
+
+graph = build_agent().copy(update={"name": ASSISTANT_NAME})

@@ -20,6 +20,7 @@ from langgraph.runtime import Runtime
 from graphs.agent_state import LibrarianAgentState
 from graphs.context import LibrarianContext
 from librarian.answers.numbering import renumber_search_results
+from librarian.answers.readable import with_readable_sources
 from librarian.answers.verify import judge_for, support_scorer, verify_message
 from librarian.stack import Stack
 from tools.graph_tools import RENDERERS as GRAPH_RENDERERS
@@ -64,8 +65,10 @@ class VerifyCitations(AgentMiddleware[LibrarianAgentState, LibrarianContext]):
             current.settings.unsupported_sentences,
         )
         update: dict[str, Any] = {"citations": records}
-        if replacement is not None:
-            update["messages"] = [replacement]
+        # Clients that show only the text (Agent Chat UI, MCP, /v1) get file and page in it too.
+        readable = with_readable_sources(replacement or final, state.get("sources") or [])
+        if readable is not final:
+            update["messages"] = [readable]
         return update
 
     async def aafter_agent(

@@ -59,6 +59,27 @@ class AuthenticationError(LibrarianError):
     code = "unauthenticated"
 
 
+def presented_token(authorization: str | None, api_key: str | None) -> str:
+    """The one token a request presents, from `Authorization: Bearer` and/or `X-Api-Key`.
+
+    Both headers may carry it (the LangGraph JS SDK sends its `apiKey` as `X-Api-Key`); when both
+    are present they must agree, so a proxy that injects one cannot be overridden by the other.
+    """
+    bearer: str | None = None
+    if authorization is not None and authorization.strip():
+        scheme, _, value = authorization.strip().partition(" ")
+        if scheme.lower() != "bearer" or not value.strip():
+            raise AuthenticationError("a bearer token is required")
+        bearer = value.strip()
+    key = api_key.strip() if api_key is not None and api_key.strip() else None
+    if bearer and key and bearer != key:
+        raise AuthenticationError("Authorization and X-Api-Key carry different tokens")
+    token = bearer or key
+    if not token:
+        raise AuthenticationError("a bearer token is required")
+    return token
+
+
 @dataclass(frozen=True)
 class Principal:
     """A verified caller: who they are and which organizations' libraries they may use."""

@@ -6,14 +6,41 @@ error that names the variable, never a silent fallback.
 
 from __future__ import annotations
 
+import importlib.util
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from librarian.errors import ConfigError
+
+#: The API key the OpenAI SDK gets for a server at a base URL when no `OPENAI_API_KEY` is set: local
+#: OpenAI-compatible servers (vLLM, llama.cpp, Ollama ...) need none, but the SDK needs some string.
+NO_KEY_NEEDED = "not-needed"
+
+#: Model-name prefixes `init_chat_model` reads a provider from when the name has no `provider:`
+#: (langchain.chat_models.base._attempt_infer_model_provider); only OpenAI's matter here.
+_OPENAI_MODEL_PREFIXES = ("gpt-", "o1", "o3", "chatgpt", "text-davinci")
+_OTHER_MODEL_PREFIXES = (
+    "claude", "command", "accounts/fireworks", "gemini", "amazon.", "anthropic.", "meta.", "mistral",
+    "mixtral", "deepseek", "grok", "sonar", "solar",
+)  # fmt: skip
+#: The LangChain package `init_chat_model` imports for a provider (the common ones).
+_CHAT_PROVIDER_PACKAGES = {
+    "openai": "langchain-openai",
+    "anthropic": "langchain-anthropic",
+    "ollama": "langchain-ollama",
+    "google_genai": "langchain-google-genai",
+    "mistralai": "langchain-mistralai",
+    "groq": "langchain-groq",
+}
+
+
+class SettingsError(ConfigError, ValueError):
+    """A setting's value is invalid (a ValueError too, as pydantic's own validation error is)."""
 
 
 class Settings(BaseSettings):
@@ -106,6 +133,7 @@ class Settings(BaseSettings):
 
     # --- chat model
     chat_model: str | None = None
+    # Any OpenAI-compatible server; with it, OPENAI_API_KEY is optional (local servers need none)
     chat_base_url: str | None = None
 
     # --- citations (README "Citations")
@@ -121,11 +149,17 @@ class Settings(BaseSettings):
     #: Longest accepted life of a shared-secret token (exp - iat, or exp - now without iat).
     auth_max_token_lifetime_s: int = Field(default=24 * 3600, gt=0)
 
+    # --- server
+    # Browser origins (comma-separated) that may call the API cross-origin; the web app at `/` is
+    # same-origin and needs none. Default: Agent Chat UI's dev server and LangGraph Studio. `*`: any
+    # origin; empty: none.
+    cors_origins: str = "http://localhost:3000,https://smith.langchain.com"
+
     def validate_providers(self) -> Settings:
         """Raise ConfigError naming the missing variable for any chosen cloud provider."""
         needs: list[tuple[bool, str | None, str]] = [
             (self.parser == "reducto", self.reducto_api_key, "REDUCTO_API_KEY"),
-            (self.dense_embedder == "openai", self.openai_api_key, "OPENAI_API_KEY"),
+            (self.dense_embedder == "openai", self.openai_api_key or self.openai_base_url, "OPENAI_API_KEY"),
             (self.sparse_embedder == "pinecone", self.pinecone_api_key, "PINECONE_API_KEY"),
             (self.vector_index == "pinecone", self.pinecone_api_key, "PINECONE_API_KEY"),
             (self.reranker == "pinecone", self.pinecone_api_key, "PINECONE_API_KEY"),
@@ -135,6 +169,8 @@ class Settings(BaseSettings):
         for chosen, value, variable in needs:
             if chosen and not value:
                 raise ConfigError(f"{variable} is not set, but a provider that needs it was chosen")
+        self._check_chat_model()
+        self.cors_origin_list()  # raises on a malformed origin
         for choice, name in ((self.graph_extractor, "EXTRACTOR"), (self.graph_summarizer, "SUMMARIZER")):
             if choice == "llm" and not self.chat_model:
                 raise ConfigError(f"LIBRARIAN_CHAT_MODEL is not set, but LIBRARIAN_GRAPH_{name}=llm needs it")
@@ -145,6 +181,61 @@ class Settings(BaseSettings):
         if self.upsert_batch_size < 1 or self.embed_batch_size < 1 or self.ingest_concurrency < 1:
             raise ConfigError("batch sizes and LIBRARIAN_INGEST_CONCURRENCY must be at least 1")
         return self
+
+    def chat_provider(self) -> str | None:
+        """The provider `init_chat_model` will use for `chat_model` (None: it cannot tell)."""
+        model = (self.chat_model or "").strip()
+        if ":" in model:
+            return model.split(":", 1)[0].strip().replace("-", "_").lower()
+        lowered = model.lower()
+        if lowered.startswith(_OPENAI_MODEL_PREFIXES):
+            return "openai"
+        return "other" if lowered.startswith(_OTHER_MODEL_PREFIXES) else None
+
+    def chat_api_key(self) -> str | None:
+        """The key to hand an OpenAI chat model: `OPENAI_API_KEY`, else a placeholder when it talks to
+        a server at `LIBRARIAN_CHAT_BASE_URL`. None for other providers (they read their own)."""
+        if self.chat_provider() != "openai":
+            return None
+        return self.openai_api_key or (NO_KEY_NEEDED if self.chat_base_url else None)
+
+    def embedding_api_key(self) -> str | None:
+        """The OpenAI embedder's key: `OPENAI_API_KEY`, else a placeholder with a base URL."""
+        return self.openai_api_key or (NO_KEY_NEEDED if self.openai_base_url else None)
+
+    def _check_chat_model(self) -> None:
+        """The chat model can be built: a provider, its LangChain package, its key (one line each)."""
+        if not self.chat_model:
+            return
+        provider = self.chat_provider()
+        if provider is None:
+            raise ConfigError(
+                f"LIBRARIAN_CHAT_MODEL={self.chat_model!r} names no provider: write provider:model, "
+                "e.g. openai:gpt-4.1-mini"
+            )
+        package = _CHAT_PROVIDER_PACKAGES.get(provider)
+        if package and importlib.util.find_spec(package.replace("-", "_")) is None:
+            raise ConfigError(
+                f"LIBRARIAN_CHAT_MODEL={self.chat_model} needs the {package} package: pip install {package}"
+            )
+        if provider == "openai" and not self.chat_api_key():
+            raise ConfigError(
+                f"OPENAI_API_KEY is not set, but LIBRARIAN_CHAT_MODEL={self.chat_model} needs it "
+                "(a local OpenAI-compatible server at LIBRARIAN_CHAT_BASE_URL needs none)"
+            )
+
+    def cors_origin_list(self) -> tuple[str, ...]:
+        """`cors_origins` as origins (`scheme://host[:port]`, or `*`); ConfigError on a malformed one."""
+        origins = tuple(o.strip().rstrip("/") for o in self.cors_origins.split(",") if o.strip())
+        for origin in origins:
+            parts = urlsplit(origin)
+            if origin != "*" and (
+                parts.scheme not in ("http", "https") or not parts.netloc or parts.path or parts.query
+            ):
+                raise ConfigError(
+                    f"LIBRARIAN_CORS_ORIGINS: {origin!r} is not an origin (scheme://host[:port], or *)"
+                )
+        return origins
 
     @property
     def files_dir(self) -> Path:
@@ -160,8 +251,27 @@ class Settings(BaseSettings):
 
 
 def load_settings(**overrides: object) -> Settings:
-    """Read settings from the environment (plus explicit overrides) and validate providers."""
-    return Settings(**overrides).validate_providers()  # type: ignore[arg-type]
+    """Read settings from the environment (plus explicit overrides) and validate providers.
+
+    An invalid value is a `SettingsError` naming its variable in one line (start-up prints it).
+    """
+    try:
+        settings = Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        raise SettingsError(_one_line(exc)) from None
+    return settings.validate_providers()
+
+
+def _one_line(exc: ValidationError) -> str:
+    """The first invalid setting, named by its variable, with pydantic's reason in one line."""
+    error = exc.errors()[0]
+    field = str(error["loc"][0]) if error.get("loc") else "settings"
+    variable = field if field.isupper() else f"LIBRARIAN_{field.upper()}"
+    value = error.get("input")
+    shown = f"={value!r}" if isinstance(value, str | int | float) else ""
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    reason = " ".join(str(error["msg"]).split())
+    return f"{variable}{shown} is invalid: {field.lower()}: {reason}{more}"
 
 
 @lru_cache(maxsize=1)

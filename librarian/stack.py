@@ -80,7 +80,7 @@ class Stack:
             from librarian.embeddings.openai import OpenAIDenseEmbedder
 
             return OpenAIDenseEmbedder(
-                api_key=s.openai_api_key or "",
+                api_key=s.embedding_api_key() or "",
                 model=s.openai_embedding_model,
                 dimension=s.openai_embedding_dimension,
                 base_url=s.openai_base_url,

@@ -47,7 +47,10 @@ def config_for(workdir: Path, source: Path = REPO_DIR / "langgraph.json") -> Pat
     def absolute(spec: str) -> str:
         return str(REPO_DIR / spec[2:]) if spec.startswith("./") else spec
 
-    config["graphs"] = {name: absolute(spec) for name, spec in config["graphs"].items()}
+    def graph(spec: str | dict) -> str | dict:  # "./x.py:graph" or {"path": ..., "description": ...}
+        return {**spec, "path": absolute(spec["path"])} if isinstance(spec, dict) else absolute(spec)
+
+    config["graphs"] = {name: graph(spec) for name, spec in config["graphs"].items()}
     config["dependencies"] = [str(REPO_DIR) if d == "." else absolute(d) for d in config["dependencies"]]
     config["http"]["app"] = absolute(config["http"]["app"])
     config["auth"]["path"] = absolute(config["auth"]["path"])

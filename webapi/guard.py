@@ -12,12 +12,21 @@ the document routes name their threads by design.
 `POST /threads/{id}/history` with a `before` object that is not a checkpoint config (no
 `configurable` mapping) makes the platform fail with a 500; it is refused here as a bad request.
 
+Every other JSON body of a POST, PUT or PATCH outside Librarian's own `/orgs/` routes (the Platform
+API, MCP, A2A) is checked for nesting before the platform parses it: arrays or objects nested deeper
+than `MAX_JSON_DEPTH` are refused (400 `too_deep`). The platform's parser and the code behind it
+recurse per level, and a body like `[[[[...]]]]` a thousand levels deep made them fail with a 500.
+The check counts brackets outside strings at C speed (a regular expression, `bytes.translate` and
+a running sum, no recursion, no parse), so it costs little on bodies of any shape. Bodies are
+read whole first (up to `MAX_PLATFORM_BODY_BYTES`, larger ones are 413), then replayed.
+
 `loopback_error` maps a refusal from the platform's own loopback calls (MCP `tools/call` and A2A
 run the assistant through an in-process client) to that refusal's status, instead of a 500.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -25,6 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import numpy as np
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -35,6 +45,23 @@ logger = logging.getLogger("librarian.server")
 
 #: Bodies of the guarded routes are small JSON; a larger one is not read into memory here.
 MAX_GUARDED_BODY_BYTES = 1024 * 1024
+#: Deepest nesting of arrays and objects accepted in a Platform API JSON body. A chat run's input
+#: (messages, content blocks, config, metadata) nests under 10 levels; the platform fails near 1000.
+MAX_JSON_DEPTH = 64
+#: Other Platform API bodies are read whole for the depth check; larger ones are refused (413).
+MAX_PLATFORM_BODY_BYTES = 16 * 1024 * 1024
+#: Bodies at least this large are scanned off the event loop.
+_SCAN_IN_THREAD_BYTES = 256 * 1024
+_DEPTH_CHECKED_METHODS = frozenset({"POST", "PUT", "PATCH"})
+#: Librarian's own routes: multipart uploads and query parameters, not JSON the platform parses.
+_OWN_PREFIXES = ("/orgs/",)
+
+# A JSON string (escapes included), or the rest of the body after an unterminated quote: brackets
+# inside strings do not nest. Possessive, so a long string is consumed without backtracking.
+_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+(?:"|\Z)', re.DOTALL)
+_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
+_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")  # as int8: +1 opening, -1 closing
+_SCAN_BLOCK = 1 << 20  # brackets summed at once (8 MiB of int64)
 
 #: A refusal: (status, code, message).
 Refusal = tuple[int, str, str]
@@ -70,32 +97,70 @@ def _check_for(scope: Scope) -> Callable[[Any], Refusal | None] | None:
     return next((c for m, pattern, c in BODY_CHECKS if m == method and pattern.fullmatch(path)), None)
 
 
+def json_depth(body: bytes) -> int:
+    """How deep arrays and objects nest in `body`, counting brackets outside JSON strings.
+
+    Exact for valid JSON; for anything else a count a parser would refuse anyway. No recursion and no
+    Python loop per character: strings are cut out by a regular expression, the brackets kept by
+    `bytes.translate`, and the depth is the running sum of +1 (opening) and -1 (closing), in blocks.
+    """
+    brackets = _STRING.sub(b"", body).translate(None, _NOT_BRACKETS)
+    steps = np.frombuffer(brackets.translate(_STEPS), dtype=np.int8)
+    depth = level = 0
+    for start in range(0, len(steps), _SCAN_BLOCK):
+        running = np.cumsum(steps[start : start + _SCAN_BLOCK], dtype=np.int64) + level
+        depth, level = max(depth, int(running.max())), int(running[-1])
+    return depth
+
+
+def _depth_checked(scope: Scope) -> bool:
+    return scope.get("method", "") in _DEPTH_CHECKED_METHODS and not str(scope.get("path", "")).startswith(
+        _OWN_PREFIXES
+    )
+
+
+async def _too_deep(body: bytes) -> Refusal | None:
+    if body.count(b"[") + body.count(b"{") <= MAX_JSON_DEPTH:
+        return None  # cannot nest deeper than it has brackets
+    depth = (
+        await asyncio.to_thread(json_depth, body) if len(body) >= _SCAN_IN_THREAD_BYTES else json_depth(body)
+    )
+    if depth > MAX_JSON_DEPTH:
+        return 400, "too_deep", f"the JSON body nests deeper than {MAX_JSON_DEPTH} levels"
+    return None
+
+
 class PlatformBodyGuardMiddleware:
     """Refuse Platform API bodies the platform would mishandle: client-chosen ids of new threads and
-    assistants (an existence oracle), and history queries it would answer with a 500."""
+    assistants (an existence oracle), history queries it would answer with a 500, and JSON nested
+    deeper than `MAX_JSON_DEPTH` (which it would answer with a 500)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        check = _check_for(scope) if scope["type"] == "http" else None
-        in_process = str(scope.get("root_path", "")).startswith("/noauth")
-        if check is None or in_process:
+        http = scope["type"] == "http" and not str(scope.get("root_path", "")).startswith("/noauth")
+        check = _check_for(scope) if http else None
+        deep = http and _depth_checked(scope)
+        if check is None and not deep:
             await self.app(scope, receive, send)
             return
-        body, replay = await _buffer(receive)
+        limit = MAX_GUARDED_BODY_BYTES if check is not None else MAX_PLATFORM_BODY_BYTES
+        body, replay = await buffer_body(receive, limit)
         if body is None:
             await error_response(413, "too_large", "the request body is too large")(scope, receive, send)
             return
-        refusal = check(_json(body))
+        refusal = await _too_deep(body) if deep else None
+        if refusal is None and check is not None:
+            refusal = check(json_or_none(body))
         if refusal is not None:
             await error_response(*refusal)(scope, replay, send)
             return
         await self.app(scope, replay, send)
 
 
-async def _buffer(receive: Receive) -> tuple[bytes | None, Receive]:
-    """Read the whole request body (bounded) and return a `receive` that replays it."""
+async def buffer_body(receive: Receive, limit: int = MAX_GUARDED_BODY_BYTES) -> tuple[bytes | None, Receive]:
+    """Read the whole request body (at most `limit` bytes) and return a `receive` that replays it."""
     chunks: list[bytes] = []
     size = 0
     more = True
@@ -105,7 +170,7 @@ async def _buffer(receive: Receive) -> tuple[bytes | None, Receive]:
             break
         chunk = message.get("body", b"")
         size += len(chunk)
-        if size > MAX_GUARDED_BODY_BYTES:
+        if size > limit:
             return None, receive
         chunks.append(chunk)
         more = message.get("more_body", False)
@@ -122,11 +187,11 @@ async def _buffer(receive: Receive) -> tuple[bytes | None, Receive]:
     return body, replay
 
 
-def _json(body: bytes) -> Any:
+def json_or_none(body: bytes) -> Any:
     """The body as JSON, or None when it is empty or malformed (the platform refuses those)."""
     try:
         return json.loads(body) if body else None
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 

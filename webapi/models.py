@@ -87,6 +87,12 @@ class GraphBuildScheduled(BaseModel):
     coalesced: bool = Field(description="A build was already queued: that one is returned.")
 
 
+class ConversationsErased(BaseModel):
+    organization_id: str
+    member: str
+    deleted: int = Field(description="Conversations (chat threads) deleted.")
+
+
 class FailedDocument(Open):
     path: str
     reason: str | None = None

@@ -21,6 +21,7 @@ from pathlib import PurePosixPath
 
 from fastapi import Response
 
+from librarian.runs.orphans import exit_with_parent
 from librarian.stack import get_stack
 from webapi.access import Reader
 from webapi.errors import ApiError
@@ -47,7 +48,11 @@ def _renderer() -> ProcessPoolExecutor:
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+            _pool = ProcessPoolExecutor(
+                max_workers=1,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=exit_with_parent,  # never outlives the server (SIGTERM skips shutdown)
+            )
         return _pool
 
 

@@ -30,6 +30,7 @@ MIN_WIDTH_PX, MAX_WIDTH_PX = 200, 2000
 MAX_PAGE = 100_000
 MAX_ENTITY_CHARS = 200
 MAX_QUESTION_CHARS = 1000
+MAX_MEMBER_CHARS = 200
 
 #: Parameter name -> its check, for `refusal_of_invalid`.
 CHECKS: dict[str, Callable[[Any], Any]] = {}
@@ -88,6 +89,14 @@ def check_question(value: Any) -> str:
     return question
 
 
+def check_member(value: Any) -> str:
+    """A user id as tokens carry it (`sub`): printable, no surrounding spaces."""
+    member = str(value or "")
+    if not member or len(member) > MAX_MEMBER_CHARS or member != member.strip() or not member.isprintable():
+        raise ApiError(400, "bad_member", f"give a user id of 1 to {MAX_MEMBER_CHARS} printable characters")
+    return member
+
+
 OrgId = Annotated[
     str,
     Path(pattern=ORG_ID_PATTERN.pattern, description="Organization id; one of the caller's memberships."),
@@ -116,6 +125,11 @@ EntityName = Annotated[
     str,
     Query(min_length=1, max_length=MAX_ENTITY_CHARS, description="An entity name or alias."),
     _checked("entity", check_entity),
+]
+MemberId = Annotated[
+    str,
+    Path(min_length=1, max_length=MAX_MEMBER_CHARS, description="A member's user id (the token's `sub`)."),
+    _checked("member", check_member),
 ]
 Question = Annotated[
     str,

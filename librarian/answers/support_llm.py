@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from librarian.answers.support import strip_markers
+from librarian.chat_model import internal_model
 from librarian.retrieval.scorers import parse_relevance
 
 logger = logging.getLogger(__name__)
@@ -30,7 +31,7 @@ class LLMSupportJudge:
     threshold = 0.5
 
     def __init__(self, model: Any) -> None:
-        self.model = model
+        self.model = internal_model(model)  # verdicts are not the answer: kept out of the stream
 
     def score_pairs(self, claims: Sequence[str], passages: Sequence[str]) -> list[float]:
         from langchain_core.messages import HumanMessage, SystemMessage

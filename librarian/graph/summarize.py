@@ -22,6 +22,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from librarian.chat_model import internal_model
 from librarian.graph.model import Claim, Community, Edge, Entity
 from librarian.graph.tokens import count_tokens
 
@@ -190,7 +191,7 @@ class LLMSummarizer:
     """Any chat model; JSON `{communityName, summaryContent}`; falls back to `local` on bad output."""
 
     def __init__(self, model: Any, *, model_name: str, budget: int = 4000, attempts: int = 2) -> None:
-        self.model = model
+        self.model = internal_model(model)  # a build's JSON never streams to a watching client
         self.model_name = model_name
         self.budget = budget
         self.attempts = attempts

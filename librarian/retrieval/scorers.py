@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from librarian.chat_model import internal_model
+
 if TYPE_CHECKING:
     import onnxruntime
     from langchain_core.language_models import BaseChatModel
@@ -81,7 +83,7 @@ class LLMRelevanceScorer:
     name = "llm"
 
     def __init__(self, chat_model: BaseChatModel, *, floor: float = 0.2, max_concurrency: int = 8) -> None:
-        self.chat_model = chat_model
+        self.chat_model = internal_model(chat_model)  # scores are not the answer: kept out of the stream
         self.floor = floor
         self.max_concurrency = max_concurrency
 

@@ -17,6 +17,13 @@ parse and embed inline, and the machine is the user's.
 
 If the worker dies (killed, out of memory), the pool is rebuilt and the step fails as transient, so
 the node's retry policy runs it again on a fresh worker.
+
+The worker ends with the server. `langgraph dev` stops on SIGTERM (or Ctrl-C) by re-raising the
+signal once its shutdown is done, so the process dies without running `atexit` hooks or shutting
+executors down, and a spawned worker (some 400 MB with its models) would live on under init. So
+the worker watches its parent (`exit_with_parent`) and exits within `PARENT_POLL_S` of it,
+however the server ended (SIGTERM, SIGKILL, a crash); multiprocessing's resource tracker then sees
+its last client gone and exits too. Other spawned pools of the server can use the same initializer.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from librarian.errors import TransientProviderError
+from librarian.runs.orphans import exit_with_parent
 from librarian.settings import Settings
 
 # --- the worker process side --------------------------------------------------------------------
@@ -43,6 +51,7 @@ def _init_worker(settings_values: dict[str, Any], nice: int) -> None:
     global _worker_stack
     from librarian.stack import Stack
 
+    exit_with_parent()
     if nice:
         os.nice(nice)
     _worker_stack = Stack(Settings.model_construct(**settings_values))

@@ -66,3 +66,14 @@ def test_agent_chat_ui_client_streams_an_answer_with_readable_citations(
     # What Agent Chat UI shows next: the thread in its list, with its history.
     assert result["threadId"] in result["listedThreads"]
     assert result["historyLength"] >= 1
+
+    # A colleague (a reader) with the same client: carol's conversation is neither listed nor opened.
+    env.update(LIBRARIAN_TOKEN=token("dave", ORG, role="reader"), LIBRARIAN_FOREIGN_THREAD=result["threadId"])
+    done = subprocess.run(
+        [node, "agent_chat_ui.mjs"], cwd=JS_DIR, env=env, capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 0, f"the JS SDK client failed:\n{done.stderr}\n{done.stdout}"
+    colleague = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["threadId"] not in colleague["listedThreads"]
+    assert colleague["listedThreads"] == [colleague["threadId"]]
+    assert colleague["foreign"] == {"get": False, "state": False, "history": False}

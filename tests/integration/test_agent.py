@@ -70,7 +70,8 @@ def test_chat_agent_answers_each_organization_from_its_own_documents(corpus, ope
     state = ask(chat_agent(corpus, openai_server), QUESTION, org)
 
     answer = state["messages"][-1]
-    assert isinstance(answer, AIMessage) and answer.content.endswith("[1].")
+    assert isinstance(answer, AIMessage)
+    assert answer.content.endswith("[1].\n\nSources:\n[1] refunds.md, page 1")  # file and page in the text
     sources = state["sources"]
     assert sources and all(belongs_to(org, s["text"]) for s in sources)
     cited = sources[int(re.search(r"\[(\d+)\]", answer.content).group(1)) - 1]

@@ -107,7 +107,8 @@ def test_chat_answer_sentences_are_checked_and_an_unsupported_one_is_marked(corp
     assert second["sentence"] == UNSUPPORTED and not second["supported"] and second["action"] == "marked"
     assert second["score"] < first["score"]
     # Marked, not silently changed: the text says so and the model's words are kept.
-    assert answer.content == f"{SUPPORTED} {UNSUPPORTED}{UNSUPPORTED_MARK}"
+    footer = "\n\nSources:\n[1] refunds.md, page 1"  # readable citations for text-only clients
+    assert answer.content == f"{SUPPORTED} {UNSUPPORTED}{UNSUPPORTED_MARK}{footer}"
     assert answer.additional_kwargs["unverified_content"] == f"{SUPPORTED} {UNSUPPORTED}"
     assert sum(m.type == "ai" and not m.tool_calls for m in state["messages"]) == 1  # replaced, not added
 
@@ -121,7 +122,7 @@ async def test_the_check_runs_on_the_async_path_the_server_uses(corpus, openai_s
         {"messages": [HumanMessage("How long do refunds take?")]}, context={"organization_id": ORG}
     )
     assert [c["action"] for c in state["citations"]] == ["kept", "marked"]
-    assert state["messages"][-1].content.endswith(UNSUPPORTED_MARK)
+    assert state["messages"][-1].content.endswith(f"{UNSUPPORTED_MARK}\n\nSources:\n[1] refunds.md, page 1")
 
 
 def test_drop_setting_removes_the_unsupported_sentence(corpus, openai_server):
@@ -131,7 +132,7 @@ def test_drop_setting_removes_the_unsupported_sentence(corpus, openai_server):
         TextReply(f"{SUPPORTED} {UNSUPPORTED}"),
     ]
     state = ask(chat_agent(dropping, openai_server), "How long do refunds take?")
-    assert state["messages"][-1].content == SUPPORTED
+    assert state["messages"][-1].content == f"{SUPPORTED}\n\nSources:\n[1] refunds.md, page 1"
     assert [c["action"] for c in state["citations"]] == ["kept", "dropped"]
 
 

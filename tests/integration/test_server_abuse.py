@@ -173,7 +173,8 @@ def test_protocol_v2_run_start_follows_the_same_rules(http):
         assert answer["type"] == "error" and "only the agent graph" in answer["message"], answer
     assert start(thread, "agent")["type"] == "success"
     foreign, fresh = start(thread, "agent", MEMBER_A), start(str(uuid.uuid4()), "agent", MEMBER_A)
-    assert foreign == fresh and foreign["type"] == "error", (foreign, fresh)
+    # Another organization's thread and a fresh id get the same refusal (webapi/thread_gate.py).
+    assert foreign == fresh and foreign["error"]["code"] == "not_found", (foreign, fresh)
 
 
 def test_readers_still_ask_the_agent(http):
@@ -227,7 +228,8 @@ def test_requests_that_crashed_the_platform_are_clean_4xx(http):
         },
         headers=mcp_headers,
     )
-    assert_error_shape(mcp)
+    # `ingest` is not a tool of Librarian's /mcp: a JSON-RPC error (HTTP 200, as MCP clients expect).
+    assert mcp.status_code == 200 and mcp.json()["error"]["code"] == -32602, mcp.text[:300]
     bad_context = http.post(
         "/mcp",
         json={

@@ -383,6 +383,9 @@ def _thread_attacks(thread: str, world: dict[str, Any]) -> list[tuple[str, str, 
         ("POST", f"/threads/{thread}/copy", {}),
         ("POST", "/threads", {"thread_id": thread, "if_exists": "do_nothing"}),
         ("POST", f"/threads/{thread}/runs", {**question, "if_not_exists": "create"}),
+        ("POST", f"/threads/{thread}/stream/events", {"channels": ["values", "messages", "lifecycle"]}),
+        ("POST", f"/threads/{thread}/commands", {"id": 1, "method": "agent.getTree", "params": {}}),
+        ("POST", f"/threads/{thread}/commands", {"id": 2, "method": "run.start", "params": question}),
     ]
 
 
@@ -550,8 +553,201 @@ def test_prompt_injection_in_a_document_cannot_reach_acme(server, wire, world):
     assert injected_calls, "the scripted model never obeyed the injection, so nothing was tested"
 
 
+# --- cross-user: one organization, another user ---------------------------------------------------
+# Alice's conversations are hers: colleagues of every role (the organization's admins included) get
+# exactly what another organization's caller gets. The attempts are tallied as "user/..." categories.
+
+PRIVATE = "PRIVATE-ALICE-7731"
+COLLEAGUES = {
+    "member": token("carol", ORG_A),
+    "reader": token("dave", ORG_A, role="reader"),
+    "admin": token("erin", ORG_A, role="admin"),
+    "multi-org-admin": token("frank", ORG_A, orgs=[ORG_A, ORG_B], role="admin"),
+    "same-name-other-org": token("alice", ORG_B),
+}
+CRON_SCHEDULE = "0 3 1 1 *"  # once a year: never fires during a test
+
+
+@pytest.fixture(scope="module")
+def alice_private(server, http, world) -> dict[str, Any]:
+    """Alice's private conversation (a question naming PRIVATE), its run, a cron on it, and a second,
+    idle conversation; alice is a plain member, so nothing here is hers by role."""
+    thread = http.post("/threads", json={"metadata": {"title": PRIVATE}}, headers=bearer(A)).json()
+    question = {"assistant_id": "agent", "input": {"messages": [{"role": "user", "content": PRIVATE}]}}
+    done = http.post(f"/threads/{thread['thread_id']}/runs/wait", json=question, headers=bearer(A))
+    assert done.status_code == 200, done.text
+    runs = http.get(f"/threads/{thread['thread_id']}/runs", headers=bearer(A)).json()
+    cron = http.post(
+        f"/threads/{thread['thread_id']}/runs/crons",
+        json={**question, "schedule": CRON_SCHEDULE},
+        headers=bearer(A),
+    )
+    assert cron.status_code == 200, cron.text
+    idle = http.post("/threads", json={"metadata": {"title": PRIVATE + " idle"}}, headers=bearer(A)).json()
+    return {
+        "threads": [thread["thread_id"], idle["thread_id"]],
+        "run_id": runs[0]["run_id"],
+        "cron_id": cron.json()["cron_id"],
+    }
+
+
+def user_leaks(response: httpx.Response, private: dict[str, Any]) -> list[str]:
+    """Anything of Alice's conversations in a colleague's answer: her words, ids or ownership.
+
+    An id the colleague sent (in the path or body) may come back in the refusal's message; only ids
+    they did not send count as leaked.
+    """
+    text = response.text
+    sent = str(response.request.url) + response.request.content.decode("utf-8", "replace")
+    ids = [marker for marker in (*private["threads"], private["cron_id"]) if marker not in sent]
+    found = [marker for marker in (PRIVATE, *ids) if marker in text]
+    if re.search(r'"owner"\s*:\s*"alice"', text):
+        found.append("alice's metadata")
+    return found
+
+
+def record_user(name: str, response: httpx.Response, private: dict[str, Any], *, denied: bool = True) -> None:
+    category = "user/" + name.split(" ", 1)[0]
+    TALLY[category] += 1
+    leaks = user_leaks(response, private)
+    if leaks:
+        LEAKS.append(f"{category}/{name}: {leaks}")
+    assert not leaks, f"{name} leaked {leaks}: {response.text[:300]}"
+    if denied:
+        assert refused(response), f"{name} was not refused: {response.status_code} {response.text[:300]!r}"
+        assert response.status_code < 500, f"{name} failed: {response.text[:300]}"
+
+
+def _run_and_cron_attacks(thread: str, private: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    run, cron = private["run_id"], private["cron_id"]
+    question = {"assistant_id": "agent", "input": {"messages": [{"role": "user", "content": "hi"}]}}
+    return [
+        ("GET", f"/threads/{thread}/history", None),
+        ("POST", f"/threads/{thread}/state/checkpoint", {"checkpoint": {}}),
+        ("POST", f"/threads/{thread}/runs/stream", {**question, "stream_mode": ["values"]}),
+        ("POST", f"/threads/{thread}/runs/crons", {**question, "schedule": CRON_SCHEDULE}),
+        ("GET", f"/threads/{thread}/stream", None),
+        ("POST", "/runs/wait", {**question, "config": {"configurable": {"thread_id": thread}}}),
+        ("POST", "/runs/cancel", {"thread_id": thread, "run_ids": [run]}),
+        ("GET", f"/threads/{thread}/runs/{run}", None),
+        ("GET", f"/threads/{thread}/runs/{run}/join", None),
+        ("GET", f"/threads/{thread}/runs/{run}/stream", None),
+        ("POST", f"/threads/{thread}/runs/{run}/cancel", None),
+        ("DELETE", f"/threads/{thread}/runs/{run}", None),
+        ("PATCH", f"/runs/crons/{cron}", {"schedule": "0 4 1 1 *"}),
+        ("DELETE", f"/runs/crons/{cron}", None),
+    ]
+
+
+def test_colleagues_cannot_touch_alices_conversations(server, http, world, alice_private):
+    with httpx.Client(base_url=server.url, timeout=15) as short:  # a stream that is not refused ends here
+        for role, tok in COLLEAGUES.items():
+            for thread in alice_private["threads"]:
+                attacks = _thread_attacks(thread, world) + _run_and_cron_attacks(thread, alice_private)
+                for method, path, body in attacks:
+                    response = short.request(method, path, json=body, headers=bearer(tok))
+                    if path == "/runs/wait":  # a fresh stateless run of the colleague's own: allowed
+                        record_user(f"{role} {method} {path}", response, alice_private, denied=False)
+                        continue
+                    record_user(f"{role} {method} {path}", response, alice_private)
+    # Alice's conversation, run and cron are intact, and still hers.
+    thread = alice_private["threads"][0]
+    state = http.get(f"/threads/{thread}/state", headers=bearer(A)).json()
+    assert PRIVATE in json.dumps(state["values"]["messages"])
+    assert http.get(f"/runs/crons/{alice_private['cron_id']}", headers=bearer(A)).status_code == 200
+    run = http.get(f"/threads/{thread}/runs/{alice_private['run_id']}", headers=bearer(A))
+    assert run.status_code == 200 and run.json()["status"] == "success"
+
+
+def test_colleagues_listings_hold_only_their_own_conversations(http, world, alice_private):
+    searches: list[tuple[str, dict[str, Any]]] = [
+        ("/threads/search", {}),
+        ("/threads/search", {"limit": 100}),
+        ("/threads/search", {"metadata": {"owner": "alice"}}),
+        ("/threads/search", {"metadata": {"title": PRIVATE}}),
+        ("/threads/search", {"ids": alice_private["threads"]}),
+        ("/threads/search", {"status": "idle", "limit": 100}),
+        ("/threads/count", {}),
+        ("/threads/count", {"metadata": {"owner": "alice"}}),
+        ("/runs/crons/search", {}),
+        ("/runs/crons/search", {"thread_id": alice_private["threads"][0]}),
+        ("/runs/crons/count", {}),
+    ]
+    for role, tok in COLLEAGUES.items():
+        for path, body in searches:
+            response = http.post(path, json=body, headers=bearer(tok))
+            record_user(f"{role} search {path} {json.dumps(body)}", response, alice_private, denied=False)
+            assert response.status_code == 200, response.text
+            if path.endswith("/count") and "owner" in json.dumps(body):
+                assert response.json() == 0
+
+
+def test_a_users_thread_list_is_exactly_their_conversations_with_true_totals(server, http, alice_private):
+    """Carol's own threads, paged and counted: Alice's and the document threads are not among them."""
+    carol = COLLEAGUES["member"]
+    mine = {http.post("/threads", json={}, headers=bearer(carol)).json()["thread_id"] for _ in range(3)}
+    listed: list[str] = []
+    for offset in (0, 2, 4):
+        page = http.post("/threads/search", json={"limit": 2, "offset": offset}, headers=bearer(carol))
+        assert page.status_code == 200
+        listed += [t["thread_id"] for t in page.json()]
+    assert set(listed) == mine and len(listed) == len(mine)
+    assert http.post("/threads/count", json={}, headers=bearer(carol)).json() == len(mine)
+    alices = {
+        t["thread_id"] for t in http.post("/threads/search", json={"limit": 100}, headers=bearer(A)).json()
+    }
+    assert set(alice_private["threads"]) <= alices and not alices & mine
+
+
+def test_document_threads_stay_readable_by_every_member_and_writable_by_none(http, world):
+    doc = world["doc_threads"][0]
+    for role, tok in COLLEAGUES.items():
+        if role == "same-name-other-org":
+            continue
+        response = http.get(f"/threads/{doc}", headers=bearer(tok))
+        assert response.status_code == 200 and response.json()["metadata"]["kind"] == "document", role
+        assert http.get(f"/threads/{doc}/runs", headers=bearer(tok)).json(), role
+        for method, path, body in [
+            ("PATCH", f"/threads/{doc}", {"metadata": {"title": "mine now"}}),
+            ("DELETE", f"/threads/{doc}", None),
+            ("POST", f"/threads/{doc}/state", {"values": {"status": "indexed"}}),
+            ("POST", f"/threads/{doc}/copy", {}),  # a copy would be listed to all as a document
+        ]:
+            assert 400 <= http.request(method, path, json=body, headers=bearer(tok)).status_code < 500
+
+
+def test_admins_erase_a_members_conversations_without_reading_them(server, http, alice_private):
+    """The one thing an admin may do with a colleague's conversations: erase them (retention)."""
+    gina = token("gina", ORG_A)
+    gone = {http.post("/threads", json={}, headers=bearer(gina)).json()["thread_id"] for _ in range(2)}
+    route = f"/orgs/{ORG_A}/members/gina/conversations"
+    for role in ("member", "reader", "same-name-other-org"):
+        refusal = http.delete(route, headers=bearer(COLLEAGUES[role]))
+        record_user(f"{role} DELETE {route}", refusal, alice_private)
+        assert refusal.status_code == 403
+    erased = http.delete(route, headers=bearer(COLLEAGUES["admin"]))
+    record_user(f"admin DELETE {route}", erased, alice_private, denied=False)
+    assert erased.status_code == 200 and erased.json() == {
+        "organization_id": ORG_A,
+        "member": "gina",
+        "deleted": 2,
+    }
+    assert all(http.get(f"/threads/{t}", headers=bearer(gina)).status_code == 404 for t in gone)
+    assert (
+        http.delete(
+            f"/orgs/{ORG_A}/members/%20/conversations", headers=bearer(COLLEAGUES["admin"])
+        ).status_code
+        == 400
+    )
+    # Alice's conversations and the documents are untouched.
+    assert http.get(f"/threads/{alice_private['threads'][0]}", headers=bearer(A)).status_code == 200
+    assert http.get(f"/orgs/{ORG_A}/documents", headers=bearer(A)).json()["documents"]
+
+
 def test_isolation_summary():
-    total = sum(TALLY.values())
-    print(f"\nisolation attempts: {total} ({dict(TALLY)}); leaks: {len(LEAKS)}")
+    users = sum(n for c, n in TALLY.items() if c.startswith("user/"))
+    orgs = sum(TALLY.values()) - users
+    print(f"\nisolation attempts: cross-organization {orgs}, cross-user {users}; leaks: {len(LEAKS)}")
+    print(f"by category: {dict(TALLY)}")
     assert not LEAKS
-    assert total >= 200, TALLY
+    assert orgs >= 200 and users >= 300, TALLY

@@ -24,7 +24,7 @@ def test_committed_config_serves_the_graphs_routes_and_auth():
     assert config["graphs"] == {
         "ingest": "./graphs/ingest.py:graph",
         "reindex": "./graphs/reindex.py:graph",
-        "agent": "./graphs/agent.py:graph",
+        "agent": {"path": "./graphs/agent.py:graph", "description": config["graphs"]["agent"]["description"]},
         "graph_index": "./graphs/graph_index.py:graph",
     }
     assert config["http"] == {

@@ -1,7 +1,9 @@
 // Talk to Librarian the way the stock Agent Chat UI does, with the official JS SDK:
 // `new Client({ apiUrl, apiKey })` (the SDK sends the key as `X-Api-Key`), a `/info` check with the
 // same header, a new thread, a streamed run of the `agent` assistant with a human message made of
-// content blocks, then the thread list Agent Chat UI shows (threads searched by graph id).
+// content blocks, then the thread list Agent Chat UI shows (threads searched by graph id). With
+// LIBRARIAN_FOREIGN_THREAD set (a colleague's thread id), it also tries to open that thread the way
+// the Thread History panel does, and reports whether anything came back.
 // Prints one JSON line for tests/e2e/test_js_sdk.py; exits 1 with a message on any failure.
 import { Client } from "@langchain/langgraph-sdk";
 
@@ -9,6 +11,16 @@ const apiUrl = process.env.LIBRARIAN_URL;
 const apiKey = process.env.LIBRARIAN_TOKEN;
 const question = process.env.LIBRARIAN_QUESTION;
 const assistantId = "agent";
+const foreignThread = process.env.LIBRARIAN_FOREIGN_THREAD;
+
+async function opens(call) {
+  try {
+    await call();
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 function textOf(content) {
   if (typeof content === "string") return content;
@@ -35,6 +47,13 @@ try {
   }
   const history = await client.threads.getHistory(thread.thread_id, { limit: 10 });
   const listed = await client.threads.search({ metadata: { graph_id: assistantId }, limit: 100 });
+  const foreign = foreignThread
+    ? {
+        get: await opens(() => client.threads.get(foreignThread)),
+        state: await opens(() => client.threads.getState(foreignThread)),
+        history: await opens(() => client.threads.getHistory(foreignThread, { limit: 10 })),
+      }
+    : null;
   const messages = final?.messages ?? [];
   const last = messages[messages.length - 1];
   console.log(
@@ -46,6 +65,7 @@ try {
       sources: (final?.sources ?? []).map((s) => ({ filename: s.filename, page: s.page })),
       historyLength: history.length,
       listedThreads: listed.map((t) => t.thread_id),
+      foreign,
     }),
   );
 } catch (error) {

@@ -193,13 +193,18 @@ def test_dockerfile_installs_the_project_with_its_runtime_dependencies(dockerfil
 def test_dockerfile_serves_the_committed_graphs_routes_and_auth(dockerfile):
     config = json.loads((REPO_DIR / "langgraph.json").read_text())
     graphs = image_env(dockerfile, "LANGSERVE_GRAPHS")
-    assert graphs == {
-        name: spec.replace("./", f"{IMAGE_ROOT}/", 1) for name, spec in config["graphs"].items()
-    }
+
+    def in_image(spec: str | dict) -> str | dict:
+        if isinstance(spec, dict):
+            return {**spec, "path": in_image(spec["path"])}
+        return spec.replace("./", f"{IMAGE_ROOT}/", 1)
+
+    assert graphs == {name: in_image(spec) for name, spec in config["graphs"].items()}
     assert image_env(dockerfile, "LANGGRAPH_HTTP")["app"] == f"{IMAGE_ROOT}/server.py:app"
     assert image_env(dockerfile, "LANGGRAPH_HTTP")["enable_custom_route_auth"] is True
     assert image_env(dockerfile, "LANGGRAPH_AUTH")["path"] == f"{IMAGE_ROOT}/auth.py:auth"
-    for spec in [*graphs.values(), image_env(dockerfile, "LANGGRAPH_HTTP")["app"]]:
+    paths = [spec["path"] if isinstance(spec, dict) else spec for spec in graphs.values()]
+    for spec in [*paths, image_env(dockerfile, "LANGGRAPH_HTTP")["app"]]:
         file = REPO_DIR / spec.split(":")[0].removeprefix(f"{IMAGE_ROOT}/")
         assert file.is_file(), spec
 

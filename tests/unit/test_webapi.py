@@ -142,6 +142,7 @@ OPERATIONS = {
     "getGraphCommunities",
     "getEntityNeighbourhood",
     "getGraphLocalAnswer",
+    "eraseMemberConversations",
 }
 
 

@@ -10,6 +10,11 @@ from a script the test writes, so an agent test decides exactly when the "model"
 
 When the script is empty, `default_reply` answers (a script entry may also be a callable that builds
 the reply from the request body, for replies that depend on tool results).
+
+A `stream: true` chat request gets a real stream, as OpenAI sends it: chunked transfer encoding, one
+server-sent event per delta (the text word by word, tool-call arguments in parts), each written and
+flushed on its own (`stream_delay_s` apart, if set), so a client sees several chunks per reply and a
+streaming bug cannot hide behind a reply that arrives in one piece.
 """
 
 from __future__ import annotations
@@ -94,7 +99,8 @@ class OpenAIWireServer(LoopbackServer):
         self.api_key = api_key
         self.default_dimension = default_dimension  # for models with no known width
         self.chat_script: list[ScriptEntry] = []
-        self.default_reply: ChatReply = TextReply("(no scripted reply)")
+        self.default_reply: ScriptEntry = TextReply("(no scripted reply)")  # or a callable, as in the script
+        self.stream_delay_s = 0.0  # pause between a streamed reply's events
         self.requests: list[RecordedRequest] = []
         self._failures: list[tuple[int, str | None]] = []
         self._ids = itertools.count(1)
@@ -122,7 +128,8 @@ class OpenAIWireServer(LoopbackServer):
 
     # ----- dispatch
     def handle(self, method: str, path: str, headers: dict[str, str], body: Any) -> tuple[int, Any]:
-        """Returns (status, payload); payload is a dict (JSON) or bytes (a ready SSE stream)."""
+        """Returns (status, payload); payload is a dict (JSON), bytes (a ready SSE stream, sent in one
+        write) or a list of bytes (SSE events, each sent as its own chunk)."""
         record = RecordedRequest(method, path.split("?")[0], headers, body)
         with self._lock:
             self.requests.append(record)
@@ -195,7 +202,7 @@ class OpenAIWireServer(LoopbackServer):
         base = {"id": completion_id, "created": int(time.time()), "model": body.get("model", "")}
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            return _sse(base, text, tool_calls, finish, usage if include_usage else None)
+            return _sse_events(base, text, tool_calls, finish, usage if include_usage else None)
         message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
         if tool_calls:
             message["tool_calls"] = tool_calls
@@ -207,14 +214,14 @@ class OpenAIWireServer(LoopbackServer):
         }
 
 
-def _sse(
+def _sse_events(
     base: dict[str, Any],
     text: str | None,
     tool_calls: list[dict[str, Any]],
     finish: str,
     usage: dict[str, int] | None,
-) -> bytes:
-    """A whole chat-completion stream as server-sent events, split the way OpenAI splits it."""
+) -> list[bytes]:
+    """A chat-completion stream as server-sent events, one per delta, split the way OpenAI splits it."""
 
     def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
         choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}
@@ -237,7 +244,7 @@ def _sse(
     if usage is not None:
         chunks.append({**base, "object": "chat.completion.chunk", "choices": [], "usage": usage})
     events = [f"data: {json.dumps(c)}\n\n" for c in chunks] + ["data: [DONE]\n\n"]
-    return "".join(events).encode()
+    return [event.encode() for event in events]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -254,6 +261,9 @@ class _Handler(BaseHTTPRequestHandler):
             body = None
         headers = {k.lower(): v for k, v in self.headers.items()}
         status, payload = self.wire.handle(self.command, self.path, headers, body)
+        if isinstance(payload, list):
+            self._stream(status, payload)
+            return
         is_stream = isinstance(payload, bytes)
         data = payload if is_stream else json.dumps(payload).encode()
         self.send_response(status)
@@ -263,6 +273,22 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("retry-after-ms", "1")  # keep the SDK's own retries instant in tests
         self.end_headers()
         self.wfile.write(data)
+
+    def _stream(self, status: int, events: list[bytes]) -> None:
+        """Server-sent events with chunked transfer encoding: each event its own write and flush."""
+        self.send_response(status)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        for i, event in enumerate(events):
+            if i and self.wire.stream_delay_s:
+                time.sleep(self.wire.stream_delay_s)
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
 
     do_GET = do_POST = _serve
 

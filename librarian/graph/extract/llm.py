@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from librarian.chat_model import internal_model
 from librarian.graph.extract.base import ExtractionPayload, Extractor
 from librarian.graph.extract.llm_reply import ReplyMerger
 from librarian.graph.model import ChunkRef
@@ -67,7 +68,7 @@ def windows(chunks: Sequence[ChunkRef]) -> list[list[ChunkRef]]:
 
 class LLMExtractor:
     def __init__(self, model: Any, *, model_name: str, fallback: Callable[[], Extractor], attempts: int = 2):
-        self.model = model
+        self.model = internal_model(model)  # a build's JSON never streams to a watching client
         self.model_name = model_name
         self.fallback = fallback
         self.attempts = attempts

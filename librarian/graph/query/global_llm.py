@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from librarian.chat_model import internal_model
 from librarian.graph.json_repair import parse_llm_json, validate_map_answer, validate_reduce_answer
 from librarian.graph.query.global_batches import MapBatch
 from librarian.graph.query.global_search import (
@@ -26,7 +27,7 @@ class LLMMapper:
     """Map with a LangChain chat model: `MAP_PROMPT`, JSON parsed with the repair rules."""
 
     def __init__(self, model: Any) -> None:
-        self.model = model
+        self.model = internal_model(model)  # the map's JSON is not the user's answer: never streamed
 
     async def __call__(self, query: str, batch: MapBatch) -> MapAnswer:
         prompt = MAP_PROMPT.format(query=query, content=batch.content)
@@ -36,6 +37,8 @@ class LLMMapper:
 
 
 def llm_reducer(model: Any) -> Reducer:
+    model = internal_model(model)  # the reduce's JSON goes into the tool's result, not the stream
+
     async def reduce(query: str, selected: list[MapAnswer]) -> str:
         content = "\n\n".join(format_map_answer(a) for a in selected)
         reply = await model.ainvoke(REDUCE_PROMPT.format(query=query, content=content))

@@ -50,6 +50,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
+from librarian.chat_model import internal_model
 from librarian.graph.json_repair import parse_llm_json, validate_selected_communities
 from librarian.graph.model import ChunkRef, Claim, normalize_name
 from librarian.graph.query.fusion import RRF_K, rrf_fuse, rrf_scores
@@ -183,7 +184,8 @@ async def llm_filter(model: Any, query: str, communities: Sequence[CommunityOut]
     """The model keeps the relevant communities; an unusable reply keeps all of them."""
     listing = "\n".join(f"- id {c['id']}: {c['title']}: {c['summary']}" for c in communities)
     try:
-        reply = await model.ainvoke(FILTER_PROMPT.format(query=query, communities=listing))
+        prompt = FILTER_PROMPT.format(query=query, communities=listing)
+        reply = await internal_model(model).ainvoke(prompt)
         content = getattr(reply, "content", reply)
         kept = validate_selected_communities(
             parse_llm_json(str(content)), [str(c["id"]) for c in communities]

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from librarian.chat_model import internal_model
 from librarian.embeddings.text_terms import STOPWORDS
 from librarian.graph.json_repair import parse_llm_json, validate_query_parse
 
@@ -125,7 +126,7 @@ async def parse_query(question: str, model: Any | None = None) -> ParsedQuery:
     if model is None:
         return parse_rules(question)
     try:
-        reply = await model.ainvoke(PARSE_PROMPT.format(question=question))
+        reply = await internal_model(model).ainvoke(PARSE_PROMPT.format(question=question))
         content = getattr(reply, "content", reply)
         parsed = validate_query_parse(parse_llm_json(content if isinstance(content, str) else str(content)))
     except Exception:  # unreadable reply, HTTP error: the rules still give a usable parse
