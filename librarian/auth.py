@@ -11,6 +11,7 @@ Claims: `sub` (user), `org` (active organization), `orgs` (memberships), `role`,
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Sequence
@@ -20,7 +21,7 @@ from typing import Any
 import jwt
 
 from librarian.errors import ConfigError, LibrarianError, TenantError
-from librarian.settings import Settings
+from librarian.settings import Settings, get_settings
 from librarian.tenancy import validate_organization_id
 
 #: HS256 secrets shorter than this are guessable offline from any one token (RFC 7518 §3.2).
@@ -248,6 +249,12 @@ def verifier_from_settings(settings: Settings) -> TokenVerifier:
         audience=settings.auth_audience,
         max_lifetime_s=settings.auth_max_token_lifetime_s,
     )
+
+
+@functools.cache
+def server_verifier() -> TokenVerifier:
+    """The verifier of the process's settings, built once (the server's middlewares share it)."""
+    return verifier_from_settings(get_settings())
 
 
 def mint_token(

@@ -10,29 +10,22 @@ whose role is `admin`. No token or a bad one is a 401, another role a 403. `/ok`
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from librarian.auth import AuthenticationError, TokenVerifier, presented_token, verifier_from_settings
-from librarian.settings import get_settings
+from librarian.auth import AuthenticationError, TokenVerifier, presented_token, server_verifier
 from webapi.errors import error_response
 
 METRICS_PATH = "/metrics"
 METRICS_ROLE = "admin"
 
 
-@functools.cache
-def _configured_verifier() -> TokenVerifier:
-    return verifier_from_settings(get_settings())
-
-
 class MetricsGuardMiddleware:
     """Let `/metrics` through for a verified admin token only."""
 
-    def __init__(self, app: ASGIApp, verifier: Callable[[], TokenVerifier] = _configured_verifier) -> None:
+    def __init__(self, app: ASGIApp, verifier: Callable[[], TokenVerifier] = server_verifier) -> None:
         self.app = app
         self._verifier = verifier
 

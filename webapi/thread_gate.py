@@ -22,23 +22,15 @@ and the server's own in-process calls, pass to the platform (which answers 401 t
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import Any
 
 from langgraph_sdk.errors import NotFoundError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from librarian.auth import (
-    AuthenticationError,
-    Principal,
-    TokenVerifier,
-    presented_token,
-    verifier_from_settings,
-)
+from librarian.auth import AuthenticationError, Principal, presented_token, server_verifier
 from librarian.ownership import can_read, can_write
 from librarian.runs.server_client import sdk_client
-from librarian.settings import get_settings
 from webapi.errors import error_response
 from webapi.guard import MAX_PLATFORM_BODY_BYTES, buffer_body, json_or_none
 
@@ -53,15 +45,12 @@ NO_CREATION = (
 )
 
 
-@functools.cache
-def _verifier() -> TokenVerifier:
-    return verifier_from_settings(get_settings())
-
-
 def _principal(scope: Scope) -> Principal | None:
     headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
     try:
-        return _verifier().verify(presented_token(headers.get("authorization"), headers.get("x-api-key")))
+        return server_verifier().verify(
+            presented_token(headers.get("authorization"), headers.get("x-api-key"))
+        )
     except AuthenticationError:
         return None
 
