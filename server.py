@@ -40,6 +40,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 
 from librarian.runs.threads import server_thread_id
+from services.run_admission import admission_lifespan
 from webapi import conversations, documents, graph, mcp, openai_compat, openapi, pages
 from webapi.cors import CorsMiddleware
 from webapi.errors import ErrorShapeMiddleware
@@ -58,6 +59,7 @@ app = FastAPI(
     openapi_url=None,
     docs_url=None,
     redoc_url=None,
+    lifespan=admission_lifespan,  # background runs wait their turn for a run slot (services/run_admission.py)
     middleware=[
         Middleware(CorsMiddleware),  # cross-origin grants: LIBRARIAN_CORS_ORIGINS only, not the server's *
         Middleware(MetricsGuardMiddleware),  # /metrics: admin tokens only

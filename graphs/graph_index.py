@@ -4,6 +4,7 @@ ids are `librarian.runs.threads.graph_thread_id` and `graph_server_thread_id`).
     await_ingests ─► collect ─► Send × stale documents ─► extract_document ─► merge
                         └──────────────(nothing stale)────────────────────────┘   │
                      publish ◄─ embed ◄─ summarize ◄─ communities ◄─────────────────┘
+    (every stage but extract_document and publish also goes to END once the build is cancelled)
 
 - `await_ingests` (server only) waits until the organization's ingest runs are idle when the build
   was scheduled by a document change;
@@ -17,11 +18,18 @@ ids are `librarian.runs.threads.graph_thread_id` and `graph_server_thread_id`).
   unchanged and writes the rest; `embed` embeds the new summaries;
 - `publish` switches the organization's published version in one transaction and prunes the old one.
 
+A cancelled build (POST /orgs/{org}/graph/cancel flags its run) stops at the next stage boundary:
+that stage only drops the version being built and ends the build `cancelled`, and the edge after
+it goes to END. Only `publish` switches the published version, so a cancel leaves it as it was.
+
 `graph` (module level) is what `langgraph.json` serves as `graph_index` (clients cannot start it: the
 server's auth handlers refuse runs of it; the server's own routes start it in-process).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import pairwise
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
@@ -37,6 +45,16 @@ from librarian.stack import get_stack
 GRAPH_NAME = "graph_index"
 PROVIDER_RETRY = RetryPolicy(max_attempts=3, initial_interval=1.0, backoff_factor=2.0, retry_on=TRANSIENT)
 EXTRACT_WORKERS = 2  # documents extracted at once (spaCy is CPU-bound; the machine has few cores)
+
+
+def unless_cancelled(stage: str) -> Callable[[GraphIndexState], str]:
+    """The edge to `stage`, or to END once a stage has ended the build `cancelled`."""
+
+    def route(state: GraphIndexState) -> str:
+        return END if state.get("status") == "cancelled" else stage
+
+    route.__name__ = f"to_{stage}"
+    return route
 
 
 def build_graph_index_graph(
@@ -63,13 +81,12 @@ def build_graph_index_graph(
     builder.add_node("embed", nodes.embed, retry_policy=PROVIDER_RETRY)
     builder.add_node("publish", nodes.publish)
     builder.add_edge(START, "await_ingests")
-    builder.add_edge("await_ingests", "collect")
-    builder.add_conditional_edges("collect", nodes.route_extraction, ["extract_document", "merge"])
-    builder.add_edge("extract_document", "merge")
-    builder.add_edge("merge", "communities")
-    builder.add_edge("communities", "summarize")
-    builder.add_edge("summarize", "embed")
-    builder.add_edge("embed", "publish")
+    builder.add_conditional_edges("await_ingests", unless_cancelled("collect"), ["collect", END])
+    builder.add_conditional_edges("collect", nodes.route_extraction, ["extract_document", "merge", END])
+    builder.add_edge("extract_document", "merge")  # an extraction that finds the cancel skips; merge stops
+    stages = ["merge", "communities", "summarize", "embed", "publish"]
+    for stage, following in pairwise(stages):
+        builder.add_conditional_edges(stage, unless_cancelled(following), [following, END])
     builder.add_edge("publish", END)
     return builder.compile(checkpointer=checkpointer, name=GRAPH_NAME).with_config(
         max_concurrency=EXTRACT_WORKERS

@@ -4,10 +4,16 @@ Which documents are indexed is read from the facts, not from other threads' chec
 in the graph when the organization's vector index holds its chunks, all written from one content
 (the `contentHash` on every record); its chunks are read back from those records. The graph therefore
 mirrors what search serves, and the build runs the same in the CLI and on the server.
+
+Every stage starts by asking whether its run was cancelled (`librarian.runs.cancellation`, an admin's
+POST /orgs/{org}/graph/cancel): if so it does nothing but end the build `cancelled` (`stopped`),
+dropping the version this build was writing; the published version is only ever switched by
+`publish`, the last stage, so it stays as it was.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import defaultdict
@@ -19,6 +25,7 @@ from urllib.parse import unquote
 
 import numpy as np
 from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END
 from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import Overwrite, Send
 
@@ -31,6 +38,7 @@ from librarian.graph.model import ChunkRef, Community, DocumentRef
 from librarian.graph.store import OrgGraph
 from librarian.graph.summarize import CommunityContext, get_summarizer
 from librarian.index.base import record_id_prefix
+from librarian.runs.cancellation import is_run_cancelled
 from librarian.runs.ingest_idle import wait_for_ingests
 from librarian.stack import Stack
 
@@ -38,6 +46,8 @@ log = logging.getLogger(__name__)
 
 StackSupplier = Callable[[], Stack]
 SUMMARY_WORKERS = 4
+CANCEL_POLL_S = 0.5  # how often a build waiting for ingests looks for its cancel
+CANCELLED_REASON = "the build was cancelled by an organization admin; the published graph is unchanged"
 
 
 def now() -> str:
@@ -124,26 +134,60 @@ class GraphIndexNodes:
         stack = self._stack()
         return stack, org, stack.graph_store.scope(org)
 
+    # --- cancellation -----------------------------------------------------------------------------
+    def stopped(
+        self, state: GraphIndexState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
+    ) -> dict[str, Any]:
+        """The update of a stage that found its build cancelled: drop the version this build was
+        writing (`version` is set by `merge`, reset by `collect`), and end `cancelled`."""
+        version = state.get("version")
+        if version is not None:
+            _stack, org, graph = self._graph(config, runtime)
+            if any(v.version == version and v.status == "building" for v in graph.versions()):
+                graph.abort(version)
+            log.info("graph build of %s cancelled; building version %s dropped", org, version)
+        return {
+            "status": "cancelled",
+            "version": None,
+            "error": "cancelled",
+            "reason": CANCELLED_REASON,
+            "updatedAt": now(),
+        }
+
     # --- await_ingests ----------------------------------------------------------------------------
     def await_ingests(self, state: GraphIndexState, config: RunnableConfig) -> dict[str, Any]:
         """Plain Python: ingests run in the caller's own process and have finished; nothing to wait for."""
-        return {}
+        return {"status": "running"}  # over the last build's status
 
     async def await_ingests_async(self, state: GraphIndexState, config: RunnableConfig) -> dict[str, Any]:
-        """On the server, a build scheduled by a document change waits for the organization's ingests."""
-        if not state.get("waitForIngests"):
-            return {}
+        """On the server, a build scheduled by a document change waits for the organization's ingests
+        (and stops waiting when it is cancelled)."""
         # a RunnableLambda (sync and async twins) is not handed the runtime: read the current one
-        org = organization_of(config, get_runtime(LibrarianContext))
-        if not await wait_for_ingests(org):
+        runtime = get_runtime(LibrarianContext)
+        if is_run_cancelled(runtime):
+            return self.stopped({}, config, runtime)
+        if not state.get("waitForIngests"):
+            return {"status": "running"}
+        org = organization_of(config, runtime)
+        waiting = asyncio.ensure_future(wait_for_ingests(org))
+        try:
+            while not waiting.done():
+                if is_run_cancelled(runtime):
+                    return self.stopped({}, config, runtime)
+                await asyncio.wait({waiting}, timeout=CANCEL_POLL_S)
+        finally:
+            waiting.cancel()
+        if not waiting.result():
             log.warning("graph build of %s starts while ingests are still running (deadline passed)", org)
-        return {}
+        return {"status": "running"}
 
     # --- collect --------------------------------------------------------------------------------
     def collect(
         self, state: GraphIndexState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
     ) -> dict[str, Any]:
         """Indexed documents, and which of them need (re-)extraction. Resets the per-run fields."""
+        if is_run_cancelled(runtime):
+            return self.stopped({}, config, runtime)  # `version` is still the last build's
         started = time.perf_counter()
         stack, org, graph = self._graph(config, runtime)
         for version in graph.versions():
@@ -173,7 +217,9 @@ class GraphIndexNodes:
         }
 
     def route_extraction(self, state: GraphIndexState) -> list[Send] | str:
-        """`Send` one extraction per stale document, or go straight to merge."""
+        """`Send` one extraction per stale document, or go straight to merge (or end, cancelled)."""
+        if state.get("status") == "cancelled":
+            return END
         hashes = {d["path"]: d["contentHash"] for d in state.get("documents") or []}
         jobs = [
             Send("extract_document", ExtractJob(path=p, contentHash=hashes[p]))
@@ -186,6 +232,8 @@ class GraphIndexNodes:
         self, job: ExtractJob, config: RunnableConfig, runtime: Runtime[LibrarianContext]
     ) -> dict[str, Any]:
         """Extract one document from its cached parse and cache the result; never fails the build."""
+        if is_run_cancelled(runtime):
+            return {}  # the build stops at `merge`
         started = time.perf_counter()
         stack, org, graph = self._graph(config, runtime)
         path, digest = job["path"], job["contentHash"]
@@ -225,6 +273,8 @@ class GraphIndexNodes:
         self, state: GraphIndexState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
     ) -> dict[str, Any]:
         """Cached extractions of the indexed documents → a new (building) version with provenance."""
+        if is_run_cancelled(runtime):
+            return self.stopped(state, config, runtime)
         started = time.perf_counter()
         stack, org, graph = self._graph(config, runtime)
         key = extractor_key(stack.settings)
@@ -277,6 +327,8 @@ class GraphIndexNodes:
     ) -> dict[str, Any]:
         """Hierarchical Leiden over the new version's edges, started from the published partition (so
         communities the change does not reach keep their members); fingerprints for summary reuse."""
+        if is_run_cancelled(runtime):
+            return self.stopped(state, config, runtime)
         started = time.perf_counter()
         stack, _org, graph = self._graph(config, runtime)
         version = state["version"]
@@ -303,7 +355,10 @@ class GraphIndexNodes:
     def summarize(
         self, state: GraphIndexState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
     ) -> dict[str, Any]:
-        """Reuse summaries whose fingerprint is unchanged; write the rest, finest level first."""
+        """Reuse summaries whose fingerprint is unchanged; write the rest, finest level first. A cancel
+        stops it before the next summary (a model call each, with the LLM summarizer)."""
+        if is_run_cancelled(runtime):
+            return self.stopped(state, config, runtime)
         started = time.perf_counter()
         stack, _org, graph = self._graph(config, runtime)
         version = state["version"]
@@ -338,6 +393,8 @@ class GraphIndexNodes:
             )
 
         def run(community: Community) -> None:
+            if is_run_cancelled(runtime):
+                return
             community.title, community.summary = summarizer.summarize(context_of(community))
             community.summarizer = summarizer.cache_key
             community.summary_embedding = None
@@ -346,6 +403,8 @@ class GraphIndexNodes:
         with ThreadPoolExecutor(max_workers=SUMMARY_WORKERS) as pool:
             for level in sorted({c.level for c in todo}, reverse=True):
                 list(pool.map(run, [c for c in todo if c.level == level]))
+        if is_run_cancelled(runtime):
+            return self.stopped(state, config, runtime)
         written = len(todo)
         graph.update_summaries(version, communities)
         timings = {**(state.get("timings") or {}), "summarize": round(time.perf_counter() - started, 3)}
@@ -356,6 +415,8 @@ class GraphIndexNodes:
         self, state: GraphIndexState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
     ) -> dict[str, Any]:
         """Embed the summaries that are new in this version (reused ones kept their vectors)."""
+        if is_run_cancelled(runtime):
+            return self.stopped(state, config, runtime)
         started = time.perf_counter()
         stack, _org, graph = self._graph(config, runtime)
         version = state["version"]
@@ -374,7 +435,10 @@ class GraphIndexNodes:
     def publish(
         self, state: GraphIndexState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
     ) -> dict[str, Any]:
-        """Switch the published version in one transaction (readers saw the old one until now)."""
+        """Switch the published version in one transaction (readers saw the old one until now). The
+        last stage boundary: a cancel that arrives once it has begun is too late."""
+        if is_run_cancelled(runtime):
+            return self.stopped(state, config, runtime)
         started = time.perf_counter()
         _stack, _org, graph = self._graph(config, runtime)
         version = state["version"]

@@ -13,7 +13,7 @@ from typing import Annotated, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
-BuildStatus = Literal["running", "published", "failed"]
+BuildStatus = Literal["running", "published", "failed", "cancelled"]
 
 
 class DocumentInfo(TypedDict):

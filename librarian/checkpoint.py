@@ -11,6 +11,7 @@ tests all call `.setup()` at start-up, and the library's migrations are not safe
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -232,14 +233,52 @@ async def async_checkpointer(settings: Settings) -> AsyncIterator[BaseCheckpoint
 
 @asynccontextmanager
 async def server_checkpointer() -> AsyncIterator[BaseCheckpointSaver]:
-    """Factory for langgraph.json's `"checkpointer": {"path": "librarian/checkpoint.py:server_checkpointer"}`.
+    """Factory for langgraph.json's `"checkpointer"` (`./librarian/checkpoint.py:server_checkpointer`).
 
-    The LangGraph server enters this once and keeps the saver for its lifetime. It takes no
-    arguments, so it reads `LIBRARIAN_POSTGRES_URL` itself; it is Postgres only because the point of
-    configuring it is durable server state (the dev server's default is in-memory pickles).
+    The server's checkpoints are the document statuses, so they must survive a crash on every
+    runtime: `langgraph dev`'s own in-memory checkpointer is a pickle saved every 10 s (and, in
+    langgraph-runtime-inmem 0.36, not at all after the first state read), so a kill -9 lost them.
+    The LangGraph server enters this once per event loop and keeps the saver for its lifetime. It
+    takes no arguments, so it reads the settings itself and chooses as the CLI does: PostgreSQL at
+    `LIBRARIAN_POSTGRES_URL`, else SQLite at `LIBRARIAN_DATA_DIR/checkpoints.sqlite` (the CLI's file;
+    server threads have uuid5 ids, the CLI's `org:path`, so neither reads the other's statuses).
     """
-    url = Settings().postgres_url
-    if not url:
-        raise ConfigError("LIBRARIAN_POSTGRES_URL is not set; the server checkpointer needs PostgreSQL")
-    async with async_postgres_saver(url) as saver:
+    _save_dev_records_often()
+    async with async_checkpointer(Settings()) as saver:
         yield saver
+
+
+# How often `langgraph dev` saves its thread and run records (its default is every 10 s).
+DEV_RECORDS_SAVE_S = 1.0
+
+
+def _save_dev_records_often() -> None:
+    """In `langgraph dev`'s in-memory runtime, save the thread and run records every second.
+
+    The runtime pickles them periodically, so a kill -9 loses what changed since the last save: a run
+    whose completion was lost is run again after the restart (same result, but the document reads
+    queued and running meanwhile), and a run whose start was lost never happens (its document reads
+    `failed`, error `interrupted`: see `ServerRuns.state`). A shorter period narrows that window; the
+    cost is pickling the (small, dev-sized) records once a second. The period is a private module
+    variable the runtime's save loop reads on every round. Other runtimes keep records in PostgreSQL.
+    """
+    if os.environ.get("LANGGRAPH_RUNTIME_EDITION") != "inmem":
+        return
+    try:
+        from langgraph_runtime_inmem import _persistence
+    except ImportError:
+        return
+    _persistence._flush_interval = DEV_RECORDS_SAVE_S
+
+
+async def server_saver() -> BaseCheckpointSaver:
+    """The running LangGraph server's own checkpointer; only inside the server process.
+
+    For readers that must not depend on the server's thread record: the dev server saves its thread
+    and run records periodically, so a crash can lose the newest, while the checkpoints
+    (`server_checkpointer`) are committed as they are written. `get_checkpointer` is langgraph-api's
+    (private, 0.16) accessor: the saver the server's own runs and state reads use, per event loop.
+    """
+    from langgraph_api._checkpointer import get_checkpointer
+
+    return await get_checkpointer()

@@ -113,6 +113,17 @@ class Settings(BaseSettings):
     ingest_worker_nice: int = Field(default=10, ge=0, le=19)
     ingest_offload: bool = True  # false: the server parses and embeds in its own process (baseline)
 
+    # --- run admission
+    # Server: background runs (ingest, reindex, graph build) admitted to the server's run slots
+    # (`--n-jobs-per-worker`) at once: per organization (unset: LIBRARIAN_INGEST_CONCURRENCY_PER_ORG),
+    # and in all (unset: the server's slots minus one, so a question always finds a free slot). More
+    # wait outside the server's queue, status `queued` (services/run_admission.py). `run_admission`
+    # false sends every run straight to the queue, as before (a baseline for bench/fair_slots.py).
+    run_slots_per_org: int | None = Field(default=None, ge=1)
+    background_run_slots: int | None = Field(default=None, ge=1)
+    run_admission: bool = True
+    run_admission_sweep_s: float = Field(default=5.0, gt=0)  # the crash-recovery sweep's period
+
     # --- read path
     alpha: float = Field(default=0.75, ge=0.0, le=1.0)
     candidates: int = 40
@@ -154,6 +165,20 @@ class Settings(BaseSettings):
     # same-origin and needs none. Default: Agent Chat UI's dev server and LangGraph Studio. `*`: any
     # origin; empty: none.
     cors_origins: str = "http://localhost:3000,https://smith.langchain.com"
+
+    # --- page images (GET /orgs/{org}/documents/docs/{name}/pages/{n}.png, docs/serving.md)
+    # Renderer processes; renders of one organization at once (its other requests wait, never another
+    # organization's); the longest a request waits for its page, queue included, before a 503 (its
+    # render is stopped, as when the client goes away).
+    page_render_workers: int = Field(default=2, ge=1, le=32)
+    page_render_concurrency_per_org: int = Field(default=1, ge=1)
+    page_render_timeout_s: float = Field(default=30.0, gt=0)
+    # Largest image, width x height pixels: a page that would be larger is rendered smaller.
+    page_max_pixels: int = Field(default=6_000_000, ge=160_000)
+    # Rendered pages kept on local disk (`data_dir/page-cache`), least recently used dropped first,
+    # per organization and overall; 0 keeps none.
+    page_cache_max_bytes: int = Field(default=512 * 1024 * 1024, ge=0)
+    page_cache_max_bytes_per_org: int = Field(default=64 * 1024 * 1024, ge=0)
 
     def validate_providers(self) -> Settings:
         """Raise ConfigError naming the missing variable for any chosen cloud provider."""

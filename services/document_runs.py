@@ -4,6 +4,9 @@ Both keep the same promises to `DocumentOps`: runs of one path execute one at a 
 (a follow-up run starts only after a cancelled run has ended), cancelling marks the run in
 `librarian.runs.cancellation` before stopping it (so a node still in flight writes no vectors), and `state`
 returns the thread's latest snapshot with its runs, newest first.
+
+On the server, a run is admitted to the server's run slots within the organization's share
+(`services.run_admission`); until then it waits on its thread, and `state` lists it as a queued run.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from librarian.runs import cancellation
 from librarian.runs.server_client import sdk_client, thread_runs
 from librarian.runs.threads import server_thread_id, thread_id
 from librarian.stack import Stack
+from services.run_admission import RANK_DOCUMENT, RANK_FOLLOW_UP, Job, RunAdmission
 from services.run_backend import ACTIVE_RUN_STATES, RunRef
 
 logger = logging.getLogger(__name__)
@@ -133,17 +137,26 @@ class ServerRuns:
     """Runs on the LangGraph server through its in-process SDK client.
 
     That client skips the auth handlers, so the organization (already checked by the route) is
-    passed as trusted run context and stamped into the thread's and run's metadata.
+    passed as trusted run context and stamped into the thread's and run's metadata. Runs are
+    admitted to the server's run slots by `RunAdmission`: one waiting for its turn has no run yet,
+    and its `RunRef.run_id` is the waiting job's id (the run's metadata `job_id` once admitted).
     """
 
-    def __init__(self, client: Any = None) -> None:
+    def __init__(self, client: Any = None, admission: RunAdmission | None = None) -> None:
         self._client = client
+        self._admission = admission
 
     @property
     def client(self) -> Any:
         if self._client is None:
             self._client = sdk_client()
         return self._client
+
+    @property
+    def admission(self) -> RunAdmission:
+        if self._admission is None:
+            self._admission = RunAdmission(self.client)
+        return self._admission
 
     def thread_of(self, org: str, path: str) -> str:
         return server_thread_id(org, path)
@@ -158,39 +171,104 @@ class ServerRuns:
         owner: str | None = None,
     ) -> RunRef:
         thread = server_thread_id(org, path)
-        run = await self.client.runs.create(
-            thread,
-            graph,
+        job = Job(
+            org=org,
+            thread=thread,
+            graph=graph,
             input=run_input,
-            context={"organization_id": org},
-            metadata={"organization_id": org, "owner": owner or ""},
-            multitask_strategy="enqueue",
-            if_not_exists="create",  # the thread id is derived, never listed by clients' choice
+            owner=owner or "",
+            kind="document",
+            rank=RANK_FOLLOW_UP if run_input.get("cleanup") else RANK_DOCUMENT,
+            # the auth filters show the thread to its organization by these
+            stamp={"organization_id": org, "document_key": thread_id(org, path), "kind": "document"},
         )
-        # Stamped on every start (idempotent): the auth filters show the thread to its organization.
-        metadata = {"organization_id": org, "document_key": thread_id(org, path), "kind": "document"}
-        await self.client.threads.update(thread, metadata=metadata)
-        return RunRef(thread_id=thread, run_id=run["run_id"])
+        return RunRef(thread_id=thread, run_id=await self.admission.submit(job))
+
+    async def withdraw_waiting(self, org: str, path: str) -> int:
+        """Remove the path's run still waiting for admission (it never started); 1 if there was one."""
+        return int(await self.admission.withdraw(server_thread_id(org, path)) is not None)
 
     async def cancel_active(self, org: str, path: str) -> int:
+        """Cancel the path's waiting, queued and running runs, waiting for them to end; how many it
+        cancelled.
+
+        The run still waiting for admission goes first, so it cannot be admitted meanwhile. A run
+        listed as active may end on its own before its cancel arrives: the server then answers 404
+        ("no matching runs to cancel"), which is not counted (nothing was cancelled) and is no
+        failure of the caller's upload, delete or cancel.
+        """
         thread = server_thread_id(org, path)
+        cancelled = await self.withdraw_waiting(org, path)
         active = [r for r in await thread_runs(self.client, thread) if r["status"] in ACTIVE_RUN_STATES]
         for run in active:
             cancellation.cancel_run(run["run_id"])
         for run in active:
-            await self.client.runs.cancel(thread, run["run_id"], wait=True, action="interrupt")
-        return len(active)
+            cancelled += await self._cancel_run(thread, run["run_id"])
+        return cancelled
+
+    async def _cancel_run(self, thread: str, run_id: str) -> int:
+        """1 when the run was cancelled (and has ended), 0 when it had already ended."""
+        import httpx
+
+        try:
+            await self.client.runs.cancel(thread, run_id, wait=True, action="interrupt")
+        except httpx.HTTPStatusError as error:  # the SDK's NotFoundError is one too
+            if error.response.status_code != 404:
+                raise
+            logger.info("run %s of thread %s ended before its cancel", run_id, thread)
+            return 0
+        return 1
 
     async def state(self, org: str, path: str) -> tuple[Any, list[dict[str, Any]]]:
+        """The thread's latest snapshot and its runs, newest first; survives a crash of the server.
+
+        The checkpoints are durable (`server_checkpointer`), but the dev server saves its thread and
+        run records only every second, so a kill -9 can lose the newest. A thread the server does not
+        know is read straight from the checkpointer; a snapshot still pending (tasks left, no error)
+        whose run the server does not know was cut off by such a crash, and no run will finish it:
+        it is marked `interrupted` (`document_status` reads that as failed, upload again).
+        """
         from langgraph_sdk.errors import NotFoundError
 
         thread = server_thread_id(org, path)
         try:
             state = await self.client.threads.get_state(thread)
         except NotFoundError:
-            return None, []
+            snapshot = await self._checkpointed_state(thread)
+            if snapshot is not None and snapshot.next and not any(t.error for t in snapshot.tasks):
+                snapshot.interrupted = True  # no record, so no run: the crash took it
+            return snapshot, []
         tasks = [SimpleNamespace(**task) for task in state.get("tasks") or []]
         snapshot = SimpleNamespace(
-            values=state.get("values") or {}, next=state.get("next") or [], tasks=tasks
+            values=state.get("values") or {}, next=state.get("next") or [], tasks=tasks, interrupted=False
         )
-        return snapshot, await thread_runs(self.client, thread)
+        runs = await thread_runs(self.client, thread)
+        waiting = await self.admission.waiting_on(thread)  # not admitted yet: a queued run to readers
+        runs = [waiting.as_run(), *runs] if waiting is not None else runs
+        errors = any(getattr(t, "error", None) for t in tasks)
+        if snapshot.next and not errors and not any(r["status"] in ACTIVE_RUN_STATES for r in runs):
+            run_id = (state.get("metadata") or {}).get("run_id")
+            snapshot.interrupted = bool(run_id) and not await self._run_known(thread, run_id)
+        return snapshot, runs
+
+    async def _run_known(self, thread: str, run_id: str) -> bool:
+        from langgraph_sdk.errors import NotFoundError
+
+        try:
+            await self.client.runs.get(thread, run_id)
+        except NotFoundError:
+            return False
+        return True
+
+    async def _checkpointed_state(self, thread: str) -> Any:
+        """The thread's state read from the server's checkpointer, with the graph that wrote it."""
+        from librarian.checkpoint import server_saver
+
+        saver = await server_saver()
+        config = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+        found = await saver.aget_tuple(config)
+        if found is None:
+            return None
+        build = build_reindex_graph if found.metadata.get("graph_id") == "reindex" else build_ingest_graph
+        state = await build(checkpointer=saver).aget_state({"configurable": {"thread_id": thread}})
+        return SimpleNamespace(values=state.values, next=state.next, tasks=state.tasks, interrupted=False)

@@ -14,6 +14,7 @@ from librarian.runs.threads import thread_id
 from services.run_backend import ACTIVE_RUN_STATES
 
 FAILED_RUN_STATES = ("error", "timeout")
+INTERRUPTED_REASON = "the server stopped during the ingest and its run was lost; upload the file again"
 
 
 @dataclass
@@ -97,12 +98,19 @@ def read_status(checkpointer: Any, org: str, path: str) -> DocumentStatus:
 
 
 def document_status(path: str, snapshot: Any, runs: list[dict[str, Any]]) -> DocumentStatus:
-    """The checkpoint's status, corrected by the thread's runs (newest first) still queued or running."""
+    """The checkpoint's status, corrected by the thread's runs (newest first) still queued or running.
+
+    A snapshot marked `interrupted` (by `ServerRuns.state`: its run was lost in a crash of the server,
+    so nothing will finish it) reads `failed` with error `interrupted` rather than `running` forever.
+    """
     status = status_from_snapshot(path, snapshot)
     active = [r for r in runs if r.get("status") in ACTIVE_RUN_STATES]
     if active:
         status.status = "running" if any(r["status"] == "running" for r in active) else "queued"
         status.queuedRuns = len(active)
+    elif getattr(snapshot, "interrupted", False) and status.status == "running":
+        status.status, status.error, status.chunkCount = "failed", "interrupted", 0
+        status.reason = INTERRUPTED_REASON
     elif runs and runs[0].get("status") in FAILED_RUN_STATES and status.status != "failed":
         status.status, status.error = "failed", "run_failed"
         status.reason = f"the ingest run ended: {runs[0]['status']}"

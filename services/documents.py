@@ -12,7 +12,10 @@ The split:
     run_backend        what the operations need from a runs backend (`services/run_backend.py`).
     DocumentOps        the operations' logic, async: validation, size limit, existence, the order
                        of effects (cancel the path's running ingest, vectors first, then the file,
-                       then a follow-up run on the path's thread).
+                       then a follow-up run on the path's thread). The writes of one path (upload,
+                       delete, cancel) take turns (`path_turn`), so racing requests each see the
+                       path as the previous one left it, and the newest run on the path's thread
+                       is the last write's.
     runs backend       where ingest runs execute (`services/document_runs.py`):
         LocalRuns      plain Python: runs the graphs directly, serialized per path, cancelled by a flag.
         ServerRuns     the LangGraph server: enqueues runs with the in-process SDK client and cancels
@@ -26,9 +29,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+from weakref import WeakValueDictionary
 
 from librarian.errors import FileTooLargeError, LibrarianError
 from librarian.files.paths import document_path, validate_document_path
+from librarian.page_cache import page_cache
 from librarian.runs.threads import thread_id
 from librarian.stack import Stack
 from librarian.sync import run_sync
@@ -41,6 +46,8 @@ if TYPE_CHECKING:
 
 # Follow-up runs: the ingest graph deletes the path's vectors and ends with this status.
 CLEANUPS = ("deleted", "cancelled")
+# Statuses of a document with a run still queued or running on its thread.
+ACTIVE_STATUSES = ("queued", "running")
 
 
 class DocumentNotFoundError(LibrarianError, LookupError):
@@ -55,6 +62,29 @@ class NoActiveIngestError(LibrarianError):
     code = "no_active_ingest"
 
 
+_turns: WeakValueDictionary[tuple[int, str, str], asyncio.Lock] = WeakValueDictionary()
+
+
+def path_turn(org: str, path: str) -> asyncio.Lock:
+    """The lock that makes one path's writes (upload, delete, cancel) take turns in this event loop.
+
+    Without it, racing writes interleave their steps: a delete removes the file an upload has just
+    stored, before that upload's ingest starts, and the caller whose request succeeded last does not
+    get the document it asked for. Per event loop (the server has one; each blocking call of
+    `DocumentService` runs its own, where `LocalRuns` serializes runs with its own locks), and per
+    process: several server processes over one store would need a shared lock.
+    """
+    key = (id(asyncio.get_running_loop()), org, path)
+    lock = _turns.get(key)
+    if lock is None:
+        lock = _turns[key] = asyncio.Lock()
+    return lock
+
+
+#: Final statuses that only a document with a stored file can have.
+FINAL_WITH_A_FILE = frozenset({"indexed", "failed", "cancelled", "skipped"})
+
+
 class DocumentOps:
     """The operations, async, over a runs backend. The organization is always trusted input."""
 
@@ -65,9 +95,7 @@ class DocumentOps:
     def _checked(self, org: str, path: str) -> tuple[str, str]:
         return validate_organization_id(org), validate_document_path(path)
 
-    async def upload(self, org: str, filename: str, data: bytes) -> str:
-        """Store the file and return its path. A running ingest of that path is cancelled first:
-        its follow-up is the next ingest, which deletes the old vectors before writing new ones."""
+    def _upload_path(self, org: str, filename: str, data: bytes) -> str:
         validate_organization_id(org)
         settings = self.stack.settings
         path = document_path(filename, max_length=settings.max_filename_length)
@@ -75,9 +103,29 @@ class DocumentOps:
             raise FileTooLargeError(
                 f"file is {len(data)} bytes; the limit is {settings.max_upload_bytes} bytes"
             )
+        return path
+
+    async def _store(self, org: str, path: str, data: bytes) -> None:
         await self.runs.cancel_active(org, path)
         await asyncio.to_thread(self.stack.files.write, org, path, data)
+
+    async def upload(self, org: str, filename: str, data: bytes) -> str:
+        """Store the file and return its path. A running ingest of that path is cancelled first:
+        its follow-up is the next ingest, which deletes the old vectors before writing new ones."""
+        path = self._upload_path(org, filename, data)
+        async with path_turn(org, path):
+            await self._store(org, path, data)
         return path
+
+    async def upload_and_ingest(
+        self, org: str, filename: str, data: bytes, *, owner: str | None = None
+    ) -> tuple[str, RunRef]:
+        """`upload`, then start its ingest, in one turn of the path (the server's upload route): no
+        delete or cancel of the same path can slip in between the stored file and its ingest."""
+        path = self._upload_path(org, filename, data)
+        async with path_turn(org, path):
+            await self._store(org, path, data)
+            return path, await self.runs.start(org, path, {"path": path}, owner=owner)
 
     async def ingest(self, org: str, path: str, *, owner: str | None = None) -> RunRef:
         org, path = self._checked(org, path)
@@ -96,6 +144,10 @@ class DocumentOps:
         status = document_status(path, snapshot, runs)
         if stored is None and status.status == "not_ingested":
             raise DocumentNotFoundError(f"no document {path!r} in this organization")
+        if stored is None and status.status in FINAL_WITH_A_FILE:
+            # A delete removes the vectors, then the file, then starts its follow-up run: no file
+            # under a final status means the delete happened and only the follow-up was lost (a crash).
+            status.status, status.error, status.chunkCount = "deleted", "deleted", 0
         if stored is not None:
             status.sizeBytes = stored.size
         status.threadId = self.runs.thread_of(org, path)
@@ -112,11 +164,16 @@ class DocumentOps:
         return [s for s in found if isinstance(s, DocumentStatus)]
 
     async def _existing(self, org: str, path: str) -> None:
-        try:
-            status = await self.status(org, path)
-        except DocumentNotFoundError:
-            raise
-        if status.status == "deleted" and not await asyncio.to_thread(self.stack.files.exists, org, path):
+        """`DocumentNotFoundError` unless the document is there to delete or cancel.
+
+        Gone: never uploaded, or deleted, whether or not the delete's follow-up run has run yet (no
+        file and that run still queued or running). So a second delete is a 404 however soon it
+        follows the first, and a cancel never cancels a delete's follow-up.
+        """
+        status = await self.status(org, path)
+        if status.status in ("deleted", *ACTIVE_STATUSES) and not await asyncio.to_thread(
+            self.stack.files.exists, org, path
+        ):
             raise DocumentNotFoundError(f"no document {path!r} in this organization")
 
     async def delete(self, org: str, path: str, *, owner: str | None = None) -> RunRef:
@@ -126,11 +183,13 @@ class DocumentOps:
         (so nothing it wrote survives) and leaves the status `deleted`.
         """
         org, path = self._checked(org, path)
-        await self._existing(org, path)
-        await self.runs.cancel_active(org, path)
-        await asyncio.to_thread(self.stack.index.delete, namespace=org, filter={"path": path})
-        await asyncio.to_thread(self.stack.files.delete, org, path)
-        return await self.runs.start(org, path, {"path": path, "cleanup": "deleted"}, owner=owner)
+        async with path_turn(org, path):
+            await self._existing(org, path)
+            await self.runs.cancel_active(org, path)
+            await asyncio.to_thread(self.stack.index.delete, namespace=org, filter={"path": path})
+            await asyncio.to_thread(self.stack.files.delete, org, path)
+            await asyncio.to_thread(page_cache(self.stack).forget, org, path)  # its page images too
+            return await self.runs.start(org, path, {"path": path, "cleanup": "deleted"}, owner=owner)
 
     async def cancel(self, org: str, path: str, *, owner: str | None = None) -> RunRef:
         """Cancel the path's queued or running ingest; a follow-up run removes what it wrote.
@@ -139,10 +198,11 @@ class DocumentOps:
         previous version's, as every ingest does first). `NoActiveIngestError` if none was active.
         """
         org, path = self._checked(org, path)
-        await self._existing(org, path)
-        if await self.runs.cancel_active(org, path) == 0:
-            raise NoActiveIngestError(f"{path!r} has no queued or running ingest")
-        return await self.runs.start(org, path, {"path": path, "cleanup": "cancelled"}, owner=owner)
+        async with path_turn(org, path):
+            await self._existing(org, path)
+            if await self.runs.cancel_active(org, path) == 0:
+                raise NoActiveIngestError(f"{path!r} has no queued or running ingest")
+            return await self.runs.start(org, path, {"path": path, "cleanup": "cancelled"}, owner=owner)
 
 
 class DocumentService:

@@ -46,6 +46,8 @@ def build_status(values: dict[str, Any], next_nodes: Any, task_errors: list[Any]
     if task_errors:
         out["error"] = "build_error"
         out["reason"] = str(task_errors[0])[:500]
+    elif status == "cancelled":  # the build recorded why it stopped (an admin's cancel)
+        out.update({k: values[k] for k in ("error", "reason") if values.get(k)})
     return out
 
 

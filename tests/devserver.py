@@ -124,6 +124,23 @@ class DevServer:
         self.startup_s = time.monotonic() - started
         return self
 
+    def restart(self, deadline_s: float = READY_DEADLINE_S) -> DevServer:
+        """Start again after `kill` or `stop`, on the same working and data directories (a fresh port).
+
+        What a crashed server's operator does: the `.langgraph_api` pickles in the working directory
+        and the data directory are whatever the previous process left. The previous log is kept as
+        `server.log.1` (`.2`, ...).
+        """
+        assert self.process is not None and self.process.poll() is not None, "stop or kill it first"
+        kept = 1
+        while self.log_path.with_name(f"{self.log_path.name}.{kept}").exists():
+            kept += 1
+        if self.log_path.exists():
+            self.log_path.rename(self.log_path.with_name(f"{self.log_path.name}.{kept}"))
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        return self.start(deadline_s)
+
     def _wait_ready(self, deadline: float) -> None:
         assert self.process is not None
         with httpx.Client(timeout=2.0) as http:

@@ -81,14 +81,17 @@ async def upload_document(request: Request, access: Writer) -> UploadAccepted:
     limit = get_settings().max_upload_bytes
     declared = request.headers.get("content-length")
     if declared is not None:
-        if not declared.isdigit():
+        # ASCII digits only, and few of them: `int()` refuses "²" (which isdigit accepts) and a
+        # 5000-digit number is not a length anyone sends.
+        if not (declared.isascii() and declared.isdecimal() and len(declared) <= 20):
             raise ApiError(400, "malformed_upload", "Content-Length is not a number")
         if int(declared) > limit + ENVELOPE_BYTES:
             raise FileTooLargeError(f"the upload is larger than the limit of {limit} bytes")
     upload = await read_file_field(request.headers.get("content-type"), request.stream(), limit=limit)
-    ops = documents()
-    path = await ops.upload(access.org, upload.filename, upload.data)  # cancels the path's running ingest
-    run = await ops.ingest(access.org, path, owner=access.owner)
+    # cancels the path's running ingest, stores the file and enqueues its ingest, in the path's turn
+    path, run = await documents().upload_and_ingest(
+        access.org, upload.filename, upload.data, owner=access.owner
+    )
     await _schedule_graph_after_change(access.org, access.owner)
     return UploadAccepted(path=path, thread_id=run.thread_id, run_id=run.run_id, size_bytes=len(upload.data))
 

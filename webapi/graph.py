@@ -1,5 +1,5 @@
-"""The GraphRAG routes: an admin's rebuild, the index's status, and the read-only views of the web app
-(`webapi.graph_view`). Scheduling and status are `services.graph_index_runs`, as for the CLI.
+"""The GraphRAG routes: an admin's rebuild and cancel, the index's status, and the read-only views of
+the web app (`webapi.graph_view`). Scheduling, cancelling and status are `services.graph_index_runs`.
 """
 
 from __future__ import annotations
@@ -8,10 +8,18 @@ from typing import Annotated
 
 from fastapi.responses import JSONResponse
 
-from services.graph_index_runs import schedule_build, server_status
+from services.graph_index_runs import NoActiveBuildError, cancel_build, schedule_build, server_status
 from webapi.access import Access, Reader, admin
+from webapi.errors import ApiError
 from webapi.graph_view import communities_view, local_answer, neighbourhood_view
-from webapi.models import EntityNeighbourhood, GraphBuildScheduled, GraphCommunities, GraphStatus, LocalAnswer
+from webapi.models import (
+    EntityNeighbourhood,
+    GraphBuildCancelled,
+    GraphBuildScheduled,
+    GraphCommunities,
+    GraphStatus,
+    LocalAnswer,
+)
 from webapi.params import EntityName, Question
 from webapi.routing import librarian_router, refusals
 
@@ -32,6 +40,28 @@ router = librarian_router()
 async def rebuild_graph(access: Annotated[Access, admin("rebuild the graph")]) -> GraphBuildScheduled:
     scheduled = await schedule_build(access.org, owner=access.owner)
     return GraphBuildScheduled(organization_id=access.org, **scheduled)
+
+
+@router.post(
+    "/orgs/{org}/graph/cancel",
+    status_code=202,
+    response_model=GraphBuildCancelled,
+    operation_id="cancelGraphBuild",
+    summary="Organization admins: cancel the queued and running GraphRAG builds.",
+    description="The running build stops at its next stage boundary and ends `cancelled`, dropping "
+    "the version it was writing; a queued build is removed before it starts. The published graph "
+    "stays as it was (only a build's last stage publishes).",
+    response_description="What was cancelled: the build told to stop, the queued builds removed.",
+    responses=refusals(
+        {403: "Not an admin of the organization.", 409: "No build is queued or running (`no_active_build`)."}
+    ),
+)
+async def cancel_graph_build(access: Annotated[Access, admin("cancel a graph build")]) -> GraphBuildCancelled:
+    try:
+        cancelled = await cancel_build(access.org, owner=access.owner)
+    except NoActiveBuildError as exc:
+        raise ApiError(409, exc.code, str(exc)) from exc
+    return GraphBuildCancelled(**cancelled)
 
 
 @router.get(

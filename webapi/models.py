@@ -87,6 +87,16 @@ class GraphBuildScheduled(BaseModel):
     coalesced: bool = Field(description="A build was already queued: that one is returned.")
 
 
+class GraphBuildCancelled(BaseModel):
+    organization_id: str
+    thread_id: RunId
+    stopping: list[RunId] = Field(
+        description="The running build, told to stop at its next stage (it ends `cancelled`; the "
+        "published graph stays)."
+    )
+    removed: list[RunId] = Field(description="Queued builds removed before they started (run or job ids).")
+
+
 class ConversationsErased(BaseModel):
     organization_id: str
     member: str
@@ -99,7 +109,7 @@ class FailedDocument(Open):
 
 
 class LastBuild(Open):
-    status: Literal["never", "queued", "running", "published", "failed"]
+    status: Literal["never", "queued", "running", "published", "failed", "cancelled"]
     startedAt: str | None = None
     updatedAt: str | None = None
     publishedVersion: int | None = None
@@ -116,6 +126,9 @@ class LastBuild(Open):
     error: str | None = None
     reason: str | None = None
     queuedRuns: int | None = None
+    cancelledAt: str | None = Field(
+        default=None, description="When an admin cancelled it, if it was cancelled before it started."
+    )
     threadId: RunId | None = None
 
 

@@ -9,9 +9,12 @@ needs and keeps its functions picklable (module-level, plain arguments).
 from __future__ import annotations
 
 import io
+import math
 from dataclasses import dataclass
 
 MAX_HEIGHT_PX = 4000  # a very tall page is scaled down further, so one image stays a few MB at most
+#: Largest image, width x height (the `LIBRARIAN_PAGE_MAX_PIXELS` default): a larger page comes out smaller.
+MAX_PIXELS = 6_000_000
 
 
 class PageOutOfRange(Exception):
@@ -35,8 +38,22 @@ class RenderedPage:
     height_px: int
 
 
-def render_page_png(data: bytes, page: int, width_px: int) -> RenderedPage:
-    """Page `page` (1-based) of the PDF `data`, `width_px` wide (less if the page is very tall)."""
+def scale_for(width_pt: float, height_pt: float, width_px: int, max_pixels: int = MAX_PIXELS) -> float:
+    """Pixels per point: `width_px` wide, unless that makes the page taller than `MAX_HEIGHT_PX` or
+    larger than `max_pixels` (width x height), when it is scaled down to fit both."""
+    scale = width_px / width_pt if width_pt > 0 else 1.0
+    if height_pt * scale > MAX_HEIGHT_PX:
+        scale = MAX_HEIGHT_PX / height_pt
+    if (width_pt * scale + 1) * (height_pt * scale + 1) > max_pixels:  # each side is rounded up
+        # the largest scale s with (w s + 1)(h s + 1) <= max_pixels
+        area, sides = width_pt * height_pt, width_pt + height_pt
+        scale = (math.sqrt(sides * sides + 4 * area * (max_pixels - 1)) - sides) / (2 * area)
+    return scale
+
+
+def render_page_png(data: bytes, page: int, width_px: int, max_pixels: int = MAX_PIXELS) -> RenderedPage:
+    """Page `page` (1-based) of the PDF `data`, `width_px` wide (less if the page is very tall, or if
+    the image would have more than `max_pixels` pixels)."""
     import pypdfium2 as pdfium
 
     try:
@@ -49,10 +66,7 @@ def render_page_png(data: bytes, page: int, width_px: int) -> RenderedPage:
             raise PageOutOfRange(page, pages)
         pdf_page = pdf[page - 1]
         try:
-            width_pt, height_pt = pdf_page.get_size()
-            scale = width_px / width_pt if width_pt > 0 else 1.0
-            if height_pt * scale > MAX_HEIGHT_PX:
-                scale = MAX_HEIGHT_PX / height_pt
+            scale = scale_for(*pdf_page.get_size(), width_px, max_pixels)
             bitmap = pdf_page.render(scale=scale)  # page rotation applied, white background
             image = bitmap.to_pil()
             out = io.BytesIO()

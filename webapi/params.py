@@ -25,9 +25,14 @@ from librarian.files.paths import validate_document_path
 from librarian.tenancy import ORG_ID_PATTERN, validate_organization_id
 from webapi.errors import ApiError, code_for
 
+#: The widths page images come in: a requested width is served at the nearest (the larger on a tie),
+#: so one page has at most this many images in the cache, and similar screens share them.
+PAGE_WIDTHS_PX = (400, 800, 1000, 1200, 1600, 2000)
 DEFAULT_WIDTH_PX = 1000
 MIN_WIDTH_PX, MAX_WIDTH_PX = 200, 2000
 MAX_PAGE = 100_000
+#: Digits a number parameter may have before it is refused unread (`int()` of a long one is slow).
+MAX_DIGITS = 9
 MAX_ENTITY_CHARS = 200
 MAX_QUESTION_CHARS = 1000
 MAX_MEMBER_CHARS = 200
@@ -56,23 +61,37 @@ def check_document_path(value: Any) -> str:
         raise ApiError(400, exc.code, str(exc)) from None
 
 
+def whole_number(value: Any) -> int | None:
+    """The number written in ASCII digits only, or None: no sign, space, `_`, point or exponent, and no
+    other script's digits (`int()` would take `" +1_0"` and `"١"`; `isdigit()` takes `"²"`, which
+    `int()` refuses). Over `MAX_DIGITS` digits it is `MAX_DIGITS` nines' worth: larger than any limit."""
+    raw = value if isinstance(value, str) else str(value)
+    if not raw or not raw.isascii() or not raw.isdecimal():
+        return None
+    return int(raw) if len(raw) <= MAX_DIGITS else 10**MAX_DIGITS
+
+
+def snap_width(px: int) -> int:
+    """The page width served for a requested one: the nearest of `PAGE_WIDTHS_PX`, the larger on a tie."""
+    return min(PAGE_WIDTHS_PX, key=lambda allowed: (abs(allowed - px), -allowed))
+
+
 def check_page(value: Any) -> int:
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise ApiError(400, "bad_page", "the page must be a whole number, e.g. pages/1.png") from None
+    number = whole_number(value)
+    if number is None:
+        raise ApiError(400, "bad_page", "the page must be a whole number, e.g. pages/1.png")
     if not 1 <= number <= MAX_PAGE:
         raise ApiError(404, "page_not_found", "pages are numbered from 1")
     return number
 
 
 def check_width(value: Any) -> int:
-    # isdecimal, not isdigit: int() refuses the superscripts that isdigit accepts.
-    raw = str(value)
-    if not raw.isdecimal() or not MIN_WIDTH_PX <= int(raw) <= MAX_WIDTH_PX:
+    """A width from `MIN_WIDTH_PX` to `MAX_WIDTH_PX`, served at the nearest of `PAGE_WIDTHS_PX`."""
+    number = whole_number(value)
+    if number is None or not MIN_WIDTH_PX <= number <= MAX_WIDTH_PX:
         message = f"width must be a whole number of pixels from {MIN_WIDTH_PX} to {MAX_WIDTH_PX}"
         raise ApiError(400, "bad_width", message)
-    return int(raw)
+    return snap_width(number)
 
 
 def check_entity(value: Any) -> str:
@@ -117,7 +136,11 @@ PageWidth = Annotated[
     Query(
         ge=MIN_WIDTH_PX,
         le=MAX_WIDTH_PX,
-        description="Image width in pixels (a very tall page comes out narrower).",
+        description=(
+            "Image width in pixels, served at the nearest of "
+            + ", ".join(map(str, PAGE_WIDTHS_PX))
+            + " (the larger on a tie); a very tall or very large page comes out smaller."
+        ),
     ),
     _checked("width", check_width),
 ]

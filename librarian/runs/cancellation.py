@@ -1,4 +1,4 @@
-"""Cancelled ingest runs, as this process knows them, and the per-path write fence.
+"""Cancelled runs (ingests and graph builds), as this process knows them, and the per-path write fence.
 
 A cancelled run must leave nothing in the index. Cancelling stops the run between steps (the server
 cancels the run's task; plain Python sets the flag read here), but a node already running in a
@@ -6,6 +6,9 @@ worker thread keeps running until it returns. So the nodes that write vectors as
 right before they write, while holding the path's fence; the follow-up run of a delete, a re-upload
 or a cancel deletes the path's vectors under the same fence. Whatever the cancelled run wrote before
 that delete is deleted; whatever it would write after sees the flag and writes nothing.
+
+A graph build is cancelled by the same flag, read at its stage boundaries (`is_run_cancelled`): it
+stops before its next stage and ends `cancelled`, never halfway through writing a version.
 
 The registry is per process: the dev server and plain Python run their graphs in the process that
 cancels them. Run ids are UUIDs, so the set only grows by the runs actually cancelled.
@@ -54,6 +57,11 @@ def forget_run(run_id: str) -> None:
     """Drop a finished run's flag (plain Python knows when its runs end)."""
     with _guard:
         _cancelled.discard(str(run_id))
+
+
+def is_run_cancelled(runtime: Runtime[Any] | None) -> bool:
+    """Whether the run a node belongs to has been cancelled (a graph build's stage boundary)."""
+    return is_cancelled(run_id_of(runtime))
 
 
 def raise_if_cancelled(runtime: Runtime[Any] | None) -> None:

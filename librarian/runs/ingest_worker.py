@@ -9,7 +9,9 @@ those two steps to `IngestOffload`:
   when a query needs the CPU the kernel gives it the CPU, and the server's GIL stays free for queries;
 - at most `LIBRARIAN_INGEST_CONCURRENCY_PER_ORG` of one organization's steps are submitted at once
   (the others wait, awaiting rather than holding a thread), so one tenant's many uploads queue
-  behind each other instead of in front of everyone else's.
+  behind each other instead of in front of everyone else's. Beyond that share their runs do not
+  even reach the server's queue (`services/run_admission.py`), so they do not wait here in the run
+  slots other organizations' questions need.
 
 The nodes await these coroutines, so no server thread is blocked while the worker works, and a run
 cancelled while it waits stops at once. Plain Python (CLI, notebooks) does not use this: its graphs
@@ -47,11 +49,11 @@ from librarian.settings import Settings
 _worker_stack: Any = None
 
 
-def _init_worker(settings_values: dict[str, Any], nice: int) -> None:
+def _init_worker(settings_values: dict[str, Any], nice: int, server_pid: int) -> None:
     global _worker_stack
     from librarian.stack import Stack
 
-    exit_with_parent()
+    exit_with_parent(server_pid)
     if nice:
         os.nice(nice)
     _worker_stack = Stack(Settings.model_construct(**settings_values))
@@ -87,7 +89,7 @@ class IngestOffload:
                     max_workers=1,
                     mp_context=multiprocessing.get_context("spawn"),
                     initializer=_init_worker,
-                    initargs=(settings.model_dump(), settings.ingest_worker_nice),
+                    initargs=(settings.model_dump(), settings.ingest_worker_nice, os.getpid()),
                 )
             return self._pool
 

@@ -15,14 +15,18 @@ import time
 PARENT_POLL_S = 1.0
 
 
-def exit_with_parent(interval_s: float = PARENT_POLL_S) -> None:
-    """In a worker process: exit as soon as the process that started it is gone (its parent pid
-    changes when it is reparented). A daemon thread polls, so it costs nothing between checks.
-    Usable as a `ProcessPoolExecutor` initializer."""
-    parent = os.getppid()
+def exit_with_parent(server_pid: int, interval_s: float = PARENT_POLL_S) -> None:
+    """In a worker process: exit as soon as `server_pid`, the process that started it, is gone.
+
+    A ProcessPoolExecutor initializer (`initargs=(os.getpid(),)`). The expected pid is passed in,
+    not read with `getppid()` at start: a worker still starting when the server dies starts as
+    init's child and would watch init forever. A daemon thread polls, so it costs nothing between
+    checks."""
+    if os.getppid() != server_pid:
+        os._exit(0)
 
     def watch() -> None:
-        while os.getppid() == parent:
+        while os.getppid() == server_pid:
             time.sleep(interval_s)
         os._exit(0)  # nothing to flush: results only ever go back to the parent
 

@@ -215,12 +215,6 @@ async def test_server_checkpointer_reads_the_postgres_url(pg_settings, monkeypat
         assert state.values["items"] == ["input", "first", "second"]
 
 
-async def test_server_checkpointer_without_url_is_a_config_error(settings):
-    with pytest.raises(ConfigError, match="LIBRARIAN_POSTGRES_URL"):
-        async with server_checkpointer():
-            pass
-
-
 def test_unreachable_postgres_is_a_config_error_without_the_password(settings, monkeypatch):
     monkeypatch.setattr("librarian.checkpoint._CONNECT_TIMEOUT_S", 1.0)
     # Port 1 on loopback refuses connections immediately.

@@ -13,6 +13,7 @@ import time
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
+from librarian.page_cache import page_cache
 from librarian.runs import cancellation
 from librarian.stack import Stack
 from services.documents import DocumentNotFoundError, DocumentService, NoActiveIngestError
@@ -53,7 +54,10 @@ def test_a_path_that_never_existed_is_not_found(service):
 def test_delete_reads_deleted_and_a_second_delete_is_not_found(service, stack):
     path = service.upload(ORG, "bye.md", b"# Bye\n\nVectors go first, then the file.")
     assert service.ingest(ORG, path).status == "indexed"
+    cache = page_cache(stack)
+    cache.put(ORG, path, "1-1000.png", b"png")  # a page image the viewer cached
     status = service.delete(ORG, path)
+    assert cache.get(ORG, path, "1-1000.png") is None  # page images go with the document
     assert (status.status, status.error, status.chunkCount) == ("deleted", "deleted", 0)
     assert service.status(ORG, path).status == "deleted"
     assert _ids(stack, path) == set() and not stack.files.exists(ORG, path)

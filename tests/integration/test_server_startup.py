@@ -37,9 +37,10 @@ def test_committed_config_serves_the_graphs_routes_and_auth():
     }
     assert config["auth"] == {"path": "./auth.py:auth", "disable_studio_auth": True}
     assert config["dependencies"] == ["."]
-    postgres = json.loads((REPO_DIR / "langgraph.postgres.json").read_text())
-    assert postgres["checkpointer"] == {"path": "./librarian/checkpoint.py:server_checkpointer"}
-    assert {k: v for k, v in postgres.items() if k != "checkpointer"} == config
+    # durable checkpoints (document statuses) on every runtime: SQLite, or PostgreSQL when configured
+    assert config["checkpointer"] == {"path": "./librarian/checkpoint.py:server_checkpointer"}
+    # kept for the commands that name it: the default now chooses PostgreSQL by itself
+    assert json.loads((REPO_DIR / "langgraph.postgres.json").read_text()) == config
 
 
 # --- refusing to start ---------------------------------------------------------------------------------

@@ -209,6 +209,13 @@ def test_dockerfile_serves_the_committed_graphs_routes_and_auth(dockerfile):
         assert file.is_file(), spec
 
 
+def test_dockerfile_keeps_checkpoints_with_librarians_checkpointer(dockerfile):
+    """Document statuses survive a crash on every runtime: PostgreSQL or SQLite on the volume."""
+    checkpointer = image_env(dockerfile, "LANGGRAPH_CHECKPOINTER")
+    assert checkpointer == {"path": f"{IMAGE_ROOT}/librarian/checkpoint.py:server_checkpointer"}
+    assert (REPO_DIR / "librarian" / "checkpoint.py").is_file()
+
+
 def test_dockerignore_keeps_local_state_and_secrets_out_of_the_image():
     ignored = (REPO_DIR / ".dockerignore").read_text().split()
     for entry in (".venv", ".env", ".librarian-data", ".langgraph_api", ".git"):

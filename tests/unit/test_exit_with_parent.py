@@ -28,7 +28,9 @@ PARENT = textwrap.dedent(
 
     if __name__ == "__main__":
         context = multiprocessing.get_context("spawn")
-        pool = ProcessPoolExecutor(1, mp_context=context, initializer=exit_with_parent)
+        pool = ProcessPoolExecutor(
+            1, mp_context=context, initializer=exit_with_parent, initargs=(os.getpid(),)
+        )
         print(pool.submit(os.getpid).result(), flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
     """
@@ -76,3 +78,22 @@ def test_the_worker_exits_when_its_parent_is_killed(tmp_path):
     finally:
         if exited_within([worker], 0):
             os.kill(worker, 9)
+
+
+def test_a_worker_whose_server_is_already_gone_exits_at_once():
+    """A worker that starts after its server died (init is its parent) must not watch init forever."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    from librarian.runs.orphans import exit_with_parent
+
+    not_my_parent = os.getpid() + 1_000_000  # no process has it: "the server is gone"
+    context = multiprocessing.get_context("spawn")
+    with (
+        ProcessPoolExecutor(
+            1, mp_context=context, initializer=exit_with_parent, initargs=(not_my_parent,)
+        ) as pool,
+        pytest.raises(BrokenProcessPool),
+    ):
+        pool.submit(os.getpid).result(timeout=DEADLINE_S)

@@ -138,6 +138,7 @@ OPERATIONS = {
     "cancelDocumentIngest",
     "getDocumentPage",
     "rebuildGraph",
+    "cancelGraphBuild",
     "getGraphStatus",
     "getGraphCommunities",
     "getEntityNeighbourhood",
