@@ -81,8 +81,8 @@ def path_turn(org: str, path: str) -> asyncio.Lock:
     return lock
 
 
-#: Final statuses that only a document with a stored file can have.
-FINAL_WITH_A_FILE = frozenset({"indexed", "failed", "cancelled", "skipped"})
+#: Final statuses that only a document with a stored file can have (`skipped` can: file_not_found).
+FINAL_WITH_A_FILE = frozenset({"indexed", "failed", "cancelled"})
 
 
 class DocumentOps:
