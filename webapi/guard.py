@@ -32,6 +32,7 @@ import logging
 import re
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import parse_qs
 
 import httpx
 import numpy as np
@@ -92,6 +93,37 @@ BODY_CHECKS: list[tuple[str, re.Pattern[str], Callable[[Any], Refusal | None]]] 
 ]
 
 
+def _history_limit_is_a_small_number(query: dict[str, list[str]]) -> Refusal | None:
+    """`GET /threads/{id}/history?limit=` is passed to the checkpointer unchecked; a huge or negative
+    one makes SQLite fail (500). The POST form is validated by the platform (1 to 1000)."""
+    for limit in query.get("limit", []):
+        if not (limit.isascii() and limit.isdecimal() and 1 <= int(limit[:6]) <= 1000 and len(limit) <= 4):
+            return 400, "bad_request", "limit must be a whole number from 1 to 1000"
+    return None
+
+
+def _storage_is_not_reported(query: dict[str, list[str]]) -> Refusal | None:
+    """`GET /threads/{id}/storage` reports only the platform's built-in checkpointer (a 501 here)."""
+    return 404, "not_found", "checkpoint storage is not reported by this server"
+
+
+#: (method, path pattern) → the check of its query string.
+QUERY_CHECKS: list[tuple[str, re.Pattern[str], Callable[[dict[str, list[str]]], Refusal | None]]] = [
+    ("GET", re.compile(r"/threads/[^/]+/history"), _history_limit_is_a_small_number),
+    ("GET", re.compile(r"/threads/[^/]+/storage"), _storage_is_not_reported),
+]
+
+
+def query_refusal(scope: Scope) -> Refusal | None:
+    """The refusal of a Platform API query the platform would answer with a 5xx, if any."""
+    method, path = scope.get("method", ""), scope.get("path", "").rstrip("/")
+    check = next((c for m, pattern, c in QUERY_CHECKS if m == method and pattern.fullmatch(path)), None)
+    if check is None:
+        return None
+    raw = scope.get("query_string", b"").decode("latin-1")
+    return check(parse_qs(raw, keep_blank_values=True))
+
+
 def _check_for(scope: Scope) -> Callable[[Any], Refusal | None] | None:
     method, path = scope.get("method", ""), scope.get("path", "").rstrip("/")
     return next((c for m, pattern, c in BODY_CHECKS if m == method and pattern.fullmatch(path)), None)
@@ -140,6 +172,10 @@ class PlatformBodyGuardMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         http = scope["type"] == "http" and not str(scope.get("root_path", "")).startswith("/noauth")
+        refused_query = query_refusal(scope) if http else None
+        if refused_query is not None:
+            await error_response(*refused_query)(scope, receive, send)
+            return
         check = _check_for(scope) if http else None
         deep = http and _depth_checked(scope)
         if check is None and not deep:

@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from uuid import UUID
 
+import httpx
 from langgraph_sdk.errors import NotFoundError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -57,8 +59,9 @@ def _principal(scope: Scope) -> Principal | None:
 
 async def _thread_metadata(thread: str) -> dict[str, Any] | None:
     try:
+        UUID(thread)
         found = await sdk_client().threads.get(thread)
-    except NotFoundError:
+    except (ValueError, NotFoundError, httpx.HTTPStatusError):  # not an id, or not a thread
         return None
     return dict(found.get("metadata") or {})
 

@@ -214,6 +214,9 @@ def test_requests_that_crashed_the_platform_are_clean_4xx(http):
         ("POST", "/runs/crons", {"schedule": "* * * * *"}),  # no assistant
         ("POST", "/store/items/search", {}),
         ("PUT", "/store/items", {"namespace": ["x"], "key": "k", "value": {}}),
+        ("GET", f"/threads/{thread}/history?limit=-38851757353761299360104240938620", None),
+        ("GET", f"/threads/{thread}/storage", None),  # a 501 with Librarian's checkpointer
+        ("POST", "/threads/%29%0E/commands", 60.0),  # not a thread id
     ]
     for method, path, body in attempts:
         response = http.request(method, path, json=body, headers=bearer(MEMBER))
