@@ -75,7 +75,7 @@ def build_function(data_dir: Path, *, with_floor: bool = False) -> dict:
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     out = {"report": report, "wall_s": wall, "cpu_s": cpu}
     if with_floor:
-        from graphs.graph_index_nodes import document_chunks, indexed_documents
+        from graphs.graph_index_stages import document_chunks, indexed_documents
         from librarian.graph.extract.local import load_model
 
         docs, _ = indexed_documents(stack, ORG)

@@ -23,13 +23,19 @@ that stage only drops the version being built and ends the build `cancelled`, an
 it goes to END. Only `publish` switches the published version, so a cancel leaves it as it was.
 
 `graph` (module level) is what `langgraph.json` serves as `graph_index` (clients cannot start it: the
-server's auth handlers refuse runs of it; the server's own routes start it in-process).
+server's auth handlers refuse runs of it; the server's own routes start it in-process). There the
+CPU-bound stages (local extraction, merge, communities, local summaries, embed) await their work in
+the server's low-priority ingest worker (`librarian/runs/ingest_worker.py`), within the
+organization's share of it, so another organization's question keeps the server's CPU and GIL during
+a build; `LIBRARIAN_INGEST_OFFLOAD=false` runs them in the server process. Plain Python builds its own
+with `build_graph_index_graph(...)`, which runs every stage inline.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import pairwise
+from typing import Any
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
@@ -40,6 +46,7 @@ from graphs.context import LibrarianContext
 from graphs.graph_index_nodes import GraphIndexNodes, StackSupplier
 from graphs.graph_index_state import GraphIndexInput, GraphIndexOutput, GraphIndexState
 from graphs.ingest import TRANSIENT
+from librarian.runs.ingest_worker import IngestOffload, server_offload
 from librarian.stack import get_stack
 
 GRAPH_NAME = "graph_index"
@@ -57,11 +64,39 @@ def unless_cancelled(stage: str) -> Callable[[GraphIndexState], str]:
     return route
 
 
+def inline_stages(nodes: GraphIndexNodes) -> dict[str, Callable[..., Any]]:
+    """The CPU-bound stages as plain Python runs them: in the caller's process."""
+    return {
+        "extract_document": nodes.extract_document,
+        "merge": nodes.merge,
+        "communities": nodes.communities,
+        "summarize": nodes.summarize,
+        "embed": nodes.embed,
+    }
+
+
+def offloaded_stages(nodes: GraphIndexNodes) -> dict[str, Callable[..., Any]]:
+    """The same stages on the server: awaited in its low-priority worker, so the process that answers
+    questions keeps its CPU and its GIL during a build (issue 25)."""
+    return {
+        "extract_document": nodes.aextract_document,
+        "merge": nodes.amerge,
+        "communities": nodes.acommunities,
+        "summarize": nodes.asummarize,
+        "embed": nodes.aembed,
+    }
+
+
 def build_graph_index_graph(
-    stack: StackSupplier = get_stack, checkpointer: Checkpointer = None
+    stack: StackSupplier = get_stack, checkpointer: Checkpointer = None, offload: IngestOffload | None = None
 ) -> CompiledStateGraph:
-    """Compile the build graph over the given providers (default: from the environment)."""
-    nodes = GraphIndexNodes(stack)
+    """Compile the build graph over the given providers (default: from the environment).
+
+    With `offload` (the server), the CPU-bound stages are async nodes that run their work in its
+    low-priority worker process; without it (plain Python) they run inline, as before.
+    """
+    nodes = GraphIndexNodes(stack, offload)
+    heavy = offloaded_stages(nodes) if offload is not None else inline_stages(nodes)
     builder = StateGraph(
         GraphIndexState,
         context_schema=LibrarianContext,
@@ -74,11 +109,8 @@ def build_graph_index_graph(
         RunnableLambda(nodes.await_ingests, afunc=nodes.await_ingests_async, name="await_ingests"),
     )
     builder.add_node("collect", nodes.collect)
-    builder.add_node("extract_document", nodes.extract_document, retry_policy=PROVIDER_RETRY)
-    builder.add_node("merge", nodes.merge, retry_policy=PROVIDER_RETRY)
-    builder.add_node("communities", nodes.communities)
-    builder.add_node("summarize", nodes.summarize, retry_policy=PROVIDER_RETRY)
-    builder.add_node("embed", nodes.embed, retry_policy=PROVIDER_RETRY)
+    for stage, node in heavy.items():  # a worker that died fails its stage as transient: retried
+        builder.add_node(stage, node, retry_policy=PROVIDER_RETRY)
     builder.add_node("publish", nodes.publish)
     builder.add_edge(START, "await_ingests")
     builder.add_conditional_edges("await_ingests", unless_cancelled("collect"), ["collect", END])
@@ -93,4 +125,4 @@ def build_graph_index_graph(
     )
 
 
-graph = build_graph_index_graph()
+graph = build_graph_index_graph(offload=server_offload())

@@ -9,6 +9,16 @@ Every stage starts by asking whether its run was cancelled (`librarian.runs.canc
 POST /orgs/{org}/graph/cancel): if so it does nothing but end the build `cancelled` (`stopped`),
 dropping the version this build was writing; the published version is only ever switched by
 `publish`, the last stage, so it stays as it was.
+
+The work of the stages that cost CPU is a module-level function of a `Stack` in
+`graphs/graph_index_stages.py` (`extract_stage`, `merge_stage`, `communities_stage`,
+`summarize_stage`, `embed_stage`): plain Python calls it inline;
+on the server the `a`-prefixed nodes await it in the low-priority ingest worker
+(`librarian.runs.ingest_worker`), which runs it on its own stack over the same stores. It writes what
+it built to the graph store and returns a few numbers, so the results are the same wherever it runs,
+and the stage boundaries, cancel checks and versions stay in the node. A stage whose provider is a
+chat model (the `llm` extractor or summarizer) waits on the network, not the CPU: it stays in the
+server process (in a thread), where it also sees a cancel between two model calls.
 """
 
 from __future__ import annotations
@@ -16,116 +26,83 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import defaultdict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
-from typing import Any
-from urllib.parse import unquote
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END
 from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import Overwrite, Send
 
 from graphs.context import LibrarianContext, organization_of
-from graphs.graph_index_state import DocumentInfo, ExtractJob, GraphIndexState, SkippedDocument
-from librarian.graph.communities import annotate, detect_communities, index_claims, member_claims
-from librarian.graph.extract import extractor_key, get_extractor
-from librarian.graph.merge import merge_extractions
-from librarian.graph.model import ChunkRef, Community, DocumentRef
+from graphs.graph_index_stages import (
+    communities_stage,
+    embed_stage,
+    extract_stage,
+    indexed_documents,
+    merge_stage,
+    now,
+    summarize_stage,
+)
+from graphs.graph_index_state import (
+    ExtractJob,
+    GraphIndexState,
+)
+from librarian.graph.extract import extractor_key
 from librarian.graph.store import OrgGraph
-from librarian.graph.summarize import CommunityContext, get_summarizer
-from librarian.index.base import record_id_prefix
 from librarian.runs.cancellation import is_run_cancelled
+from librarian.runs.coordination import coordination_for
 from librarian.runs.ingest_idle import wait_for_ingests
 from librarian.stack import Stack
+
+if TYPE_CHECKING:
+    from librarian.runs.ingest_worker import IngestOffload
 
 log = logging.getLogger(__name__)
 
 StackSupplier = Callable[[], Stack]
-SUMMARY_WORKERS = 4
 CANCEL_POLL_S = 0.5  # how often a build waiting for ingests looks for its cancel
 CANCELLED_REASON = "the build was cancelled by an organization admin; the published graph is unchanged"
 
 
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+def _timed(state: GraphIndexState, stage: str, started: float) -> dict[str, float]:
+    return {**(state.get("timings") or {}), stage: round(time.perf_counter() - started, 3)}
 
 
-def path_of_record(record: str) -> str:
-    """`{quoted path}:{chunkIndex}` → path."""
-    return unquote(record.rsplit(":", 1)[0])
+def _version(state: GraphIndexState) -> int:
+    version = state.get("version")
+    assert version is not None, "a stage after merge runs with the version merge began"
+    return version
 
 
-def indexed_documents(stack: Stack, org: str) -> tuple[list[DocumentInfo], list[SkippedDocument]]:
-    """Documents whose chunks are in the organization's index, with the content hash they were indexed at."""
-    ids = stack.index.list_ids(namespace=org)
-    by_path: dict[str, list[str]] = defaultdict(list)
-    for rid in ids:
-        by_path[path_of_record(rid)].append(rid)
-    firsts = [sorted(rids)[0] for rids in by_path.values()]
-    fetched = stack.index.fetch(firsts, namespace=org) if firsts else {}
-    documents: list[DocumentInfo] = []
-    skipped: list[SkippedDocument] = []
-    for path in sorted(by_path):
-        record = fetched.get(sorted(by_path[path])[0])
-        digest = str((record or {}).get("metadata", {}).get("contentHash") or "")
-        if not digest:
-            skipped.append({"path": path, "reason": "its index records carry no content hash; re-ingest it"})
-            continue
-        documents.append({"path": path, "contentHash": digest, "chunkCount": len(by_path[path])})
-    return documents, skipped
-
-
-def index_chunks(stack: Stack, org: str, path: str, content_hash: str) -> list[ChunkRef] | None:
-    """The document's chunks read back from the vector index records (text, page and bbox are stored)."""
-    ids = stack.index.list_ids(namespace=org, prefix=record_id_prefix(path))
-    records = stack.index.fetch(ids, namespace=org) if ids else {}
-    chunks = []
-    for rid, record in records.items():
-        meta = record.get("metadata") or {}
-        if meta.get("contentHash") != content_hash or meta.get("path") != path:
-            return None  # mid-reingest: another version's records
-        box = {k: float(meta[f"bbox_{k}"]) for k in ("left", "top", "width", "height") if f"bbox_{k}" in meta}
-        chunks.append(
-            ChunkRef(
-                chunk_id=rid,
-                path=path,
-                chunk_index=int(meta.get("chunkIndex", 0)),
-                page=int(meta.get("page", 1)),
-                bbox=box if len(box) == 4 else None,
-                text=str(meta.get("text") or ""),
-                content_hash=content_hash,
-            )
-        )
-    return sorted(chunks, key=lambda c: c.chunk_index) or None
-
-
-def document_chunks(stack: Stack, org: str, path: str, content_hash: str) -> list[ChunkRef] | None:
-    """The document's chunks exactly as the ingest graph indexed them: its vector index records.
-
-    The records are the truth of what search serves (ids, text, page, bbox), and `collect` has the index
-    open already. The parse cache would also hold them, but reading it needs the parser's settings
-    key, and building the local parser imports markitdown and friends (~1 s of a fresh process) only
-    to compute that key. None while the index holds another version of the document (mid-reingest).
-    """
-    return index_chunks(stack, org, path, content_hash)
-
-
-def _unit(vectors: list[list[float]]) -> list[np.ndarray]:
-    out = []
-    for v in vectors:
-        a = np.asarray(v, dtype=np.float32)
-        n = float(np.linalg.norm(a))
-        out.append(a / n if n > 0 else a)
-    return out
+def _merged(state: GraphIndexState, counts: dict[str, int], started: float) -> dict[str, Any]:
+    timings = dict(state.get("timings") or {})
+    timings["extract"] = round(sum(r.get("seconds", 0.0) for r in state.get("extracted") or []), 3)
+    timings["merge"] = round(time.perf_counter() - started, 3)
+    return {**counts, "timings": timings}
 
 
 class GraphIndexNodes:
-    def __init__(self, stack: StackSupplier) -> None:
+    """The node functions, bound to a stack supplier; with `offload` (the server) the `a`-prefixed
+    twins of the CPU-bound stages run them in its low-priority worker."""
+
+    def __init__(self, stack: StackSupplier, offload: IngestOffload | None = None) -> None:
         self._stack = stack
+        self._offload = offload
+
+    @property
+    def offloaded(self) -> bool:
+        return self._offload is not None
+
+    async def _stage(self, org: str, stage: Callable[..., Any], *args: Any, in_worker: bool = True) -> Any:
+        """`stage(stack, org, *args)` in the worker (within the organization's share of it), or in a
+        thread of this process when its work is waiting on a model, not on the CPU."""
+        stack = self._stack()
+        if not in_worker:
+            return await asyncio.to_thread(stage, stack, org, *args)
+        assert self._offload is not None
+        return await self._offload.graph_stage(stack.settings, org, stage, org, *args)
 
     def _graph(
         self, config: RunnableConfig, runtime: Runtime[LibrarianContext]
@@ -135,6 +112,13 @@ class GraphIndexNodes:
         return stack, org, stack.graph_store.scope(org)
 
     # --- cancellation -----------------------------------------------------------------------------
+    def _cancelled(self, config: RunnableConfig, runtime: Runtime[LibrarianContext] | None) -> bool:
+        """Cancelled in this process (the run's flag), or by an admin through another replica."""
+        if is_run_cancelled(runtime):
+            return True
+        coordination = coordination_for(self._stack().settings)
+        return coordination.shared and coordination.graph_cancel_requested(organization_of(config, runtime))
+
     def stopped(
         self, state: GraphIndexState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
     ) -> dict[str, Any]:
@@ -164,7 +148,7 @@ class GraphIndexNodes:
         (and stops waiting when it is cancelled)."""
         # a RunnableLambda (sync and async twins) is not handed the runtime: read the current one
         runtime = get_runtime(LibrarianContext)
-        if is_run_cancelled(runtime):
+        if self._cancelled(config, runtime):
             return self.stopped({}, config, runtime)
         if not state.get("waitForIngests"):
             return {"status": "running"}
@@ -172,7 +156,7 @@ class GraphIndexNodes:
         waiting = asyncio.ensure_future(wait_for_ingests(org))
         try:
             while not waiting.done():
-                if is_run_cancelled(runtime):
+                if await asyncio.to_thread(self._cancelled, config, runtime):
                     return self.stopped({}, config, runtime)
                 await asyncio.wait({waiting}, timeout=CANCEL_POLL_S)
         finally:
@@ -186,7 +170,7 @@ class GraphIndexNodes:
         self, state: GraphIndexState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
     ) -> dict[str, Any]:
         """Indexed documents, and which of them need (re-)extraction. Resets the per-run fields."""
-        if is_run_cancelled(runtime):
+        if self._cancelled(config, runtime):
             return self.stopped({}, config, runtime)  # `version` is still the last build's
         started = time.perf_counter()
         stack, org, graph = self._graph(config, runtime)
@@ -231,41 +215,21 @@ class GraphIndexNodes:
     def extract_document(
         self, job: ExtractJob, config: RunnableConfig, runtime: Runtime[LibrarianContext]
     ) -> dict[str, Any]:
-        """Extract one document from its cached parse and cache the result; never fails the build."""
-        if is_run_cancelled(runtime):
+        """Extract one document from its indexed chunks and cache the result; never fails the build."""
+        if self._cancelled(config, runtime):
             return {}  # the build stops at `merge`
-        started = time.perf_counter()
-        stack, org, graph = self._graph(config, runtime)
-        path, digest = job["path"], job["contentHash"]
-        result: dict[str, Any] = {"path": path, "entities": 0, "relations": 0, "claims": 0}
-        chunks = document_chunks(stack, org, path, digest)
-        if chunks is None:
-            reason = "its indexed chunks could not be read (re-run its ingest)"
-            return {"extracted": [{**result, "status": "failed", "seconds": 0.0, "reason": reason}]}
-        extractor = get_extractor(stack.settings)
-        try:
-            if hasattr(extractor, "extract_chunks"):  # local: unchanged chunks of the document are reused
-                reuse = graph.get_chunk_extractions(path, extractor.cache_key)
-                payload, observations = extractor.extract_chunks(chunks, reuse)
-                graph.put_chunk_extractions(path, extractor.cache_key, observations)
-            else:
-                payload = extractor.extract(chunks)
-        except Exception as exc:  # a model or NLP failure costs this document, not the build
-            log.warning("graph extraction of %s in %s failed: %s", path, org, exc)
-            seconds = round(time.perf_counter() - started, 3)
-            return {"extracted": [{**result, "status": "failed", "seconds": seconds, "reason": str(exc)}]}
-        graph.put_chunks(path, digest, chunks)
-        graph.put_extraction(path, digest, extractor.cache_key, dict(payload))
-        result.update(
-            status="extracted",
-            chunks=len(chunks),
-            chunksReused=int(payload["stats"].get("chunksReused", 0)),
-            entities=len(payload["entities"]),
-            relations=len(payload["relations"]),
-            claims=len(payload["claims"]),
-            seconds=round(time.perf_counter() - started, 3),
-            reason=None,
-        )
+        org = organization_of(config, runtime)
+        return {"extracted": [extract_stage(self._stack(), org, job["path"], job["contentHash"])]}
+
+    async def aextract_document(
+        self, job: ExtractJob, config: RunnableConfig, runtime: Runtime[LibrarianContext]
+    ) -> dict[str, Any]:
+        """`extract_document` on the server: spaCy runs in the low-priority worker."""
+        if self._cancelled(config, runtime):
+            return {}
+        org = organization_of(config, runtime)
+        local = self._stack().settings.graph_extractor == "local"
+        result = await self._stage(org, extract_stage, job["path"], job["contentHash"], in_worker=local)
         return {"extracted": [result]}
 
     # --- merge ------------------------------------------------------------------------------------
@@ -273,53 +237,22 @@ class GraphIndexNodes:
         self, state: GraphIndexState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
     ) -> dict[str, Any]:
         """Cached extractions of the indexed documents → a new (building) version with provenance."""
-        if is_run_cancelled(runtime):
+        if self._cancelled(config, runtime):
             return self.stopped(state, config, runtime)
         started = time.perf_counter()
-        stack, org, graph = self._graph(config, runtime)
-        key = extractor_key(stack.settings)
-        summarizer = get_summarizer(stack.settings)
-        payloads: list[tuple[str, dict[str, Any]]] = []
-        documents: list[DocumentRef] = []
-        for doc in state.get("documents") or []:
-            payload = graph.get_extraction(doc["path"], doc["contentHash"], key)
-            if payload is None:
-                continue  # its extraction failed: listed in `extracted` with the reason
-            if not graph.has_chunks(doc["path"], doc["contentHash"]):
-                chunks = document_chunks(stack, org, doc["path"], doc["contentHash"]) or []
-                graph.put_chunks(doc["path"], doc["contentHash"], chunks)
-            payloads.append((doc["path"], payload))
-            documents.append(DocumentRef(doc["path"], doc["contentHash"], key, doc["chunkCount"]))
-        merged = merge_extractions(payloads)
-        for stale in graph.versions():  # a retried merge must not leave its first attempt behind
-            if stale.status == "building":
-                graph.abort(stale.version)
-        model = stack.dense.model_id
-        version = graph.begin_version(extractor=key, summarizer=summarizer.cache_key, embedding_model=model)
-        names = [e.name for e in merged.entities]
-        embeddings = graph.reusable_entity_embeddings(names, model)
-        missing = [e for e in merged.entities if e.name not in embeddings]
-        if missing:
-            vectors = _unit(stack.dense.embed_documents([e.display_name for e in missing]))
-            embeddings.update({e.name: v for e, v in zip(missing, vectors, strict=True)})
-        graph.write_version(
-            version,
-            documents=documents,
-            entities=merged.entities,
-            edges=merged.edges,
-            claims=merged.claims,
-            entity_embeddings=embeddings,
-        )
-        timings = dict(state.get("timings") or {})
-        timings["extract"] = round(sum(r.get("seconds", 0.0) for r in state.get("extracted") or []), 3)
-        timings["merge"] = round(time.perf_counter() - started, 3)
-        return {
-            "version": version,
-            "entityCount": len(merged.entities),
-            "edgeCount": len(merged.edges),
-            "claimCount": len(merged.claims),
-            "timings": timings,
-        }
+        org = organization_of(config, runtime)
+        return _merged(state, merge_stage(self._stack(), org, list(state.get("documents") or [])), started)
+
+    async def amerge(
+        self, state: GraphIndexState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
+    ) -> dict[str, Any]:
+        """`merge` on the server, in the low-priority worker."""
+        if self._cancelled(config, runtime):
+            return await asyncio.to_thread(self.stopped, state, config, runtime)
+        started = time.perf_counter()
+        org = organization_of(config, runtime)
+        counts = await self._stage(org, merge_stage, list(state.get("documents") or []))
+        return _merged(state, counts, started)
 
     # --- communities ------------------------------------------------------------------------------
     def communities(
@@ -327,29 +260,21 @@ class GraphIndexNodes:
     ) -> dict[str, Any]:
         """Hierarchical Leiden over the new version's edges, started from the published partition (so
         communities the change does not reach keep their members); fingerprints for summary reuse."""
-        if is_run_cancelled(runtime):
+        if self._cancelled(config, runtime):
             return self.stopped(state, config, runtime)
         started = time.perf_counter()
-        stack, _org, graph = self._graph(config, runtime)
-        version = state["version"]
-        assert version is not None
-        entities = graph.entities(version=version)
-        edges = graph.edges(version=version)
-        claims = graph.claims_for([e.name for e in entities], version=version)
-        settings = stack.settings
-        found = detect_communities(
-            edges,
-            seed=settings.graph_leiden_seed,
-            max_cluster_size=settings.graph_max_cluster_size,
-            previous=graph.communities(),  # the published partition: unchanged parts stay as they are
-        )
-        annotate(found, entities, edges, claims)
-        graph.write_communities(version, found)
-        per_level: dict[str, int] = defaultdict(int)
-        for community in found:
-            per_level[str(community.level)] += 1
-        timings = {**(state.get("timings") or {}), "communities": round(time.perf_counter() - started, 3)}
-        return {"communitiesPerLevel": dict(per_level), "timings": timings}
+        per_level = communities_stage(self._stack(), organization_of(config, runtime), _version(state))
+        return {"communitiesPerLevel": per_level, "timings": _timed(state, "communities", started)}
+
+    async def acommunities(
+        self, state: GraphIndexState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
+    ) -> dict[str, Any]:
+        """`communities` on the server, in the low-priority worker."""
+        if self._cancelled(config, runtime):
+            return await asyncio.to_thread(self.stopped, state, config, runtime)
+        started = time.perf_counter()
+        per_level = await self._stage(organization_of(config, runtime), communities_stage, _version(state))
+        return {"communitiesPerLevel": per_level, "timings": _timed(state, "communities", started)}
 
     # --- summarize ----------------------------------------------------------------------------------
     def summarize(
@@ -357,57 +282,42 @@ class GraphIndexNodes:
     ) -> dict[str, Any]:
         """Reuse summaries whose fingerprint is unchanged; write the rest, finest level first. A cancel
         stops it before the next summary (a model call each, with the LLM summarizer)."""
-        if is_run_cancelled(runtime):
+        if self._cancelled(config, runtime):
             return self.stopped(state, config, runtime)
         started = time.perf_counter()
-        stack, _org, graph = self._graph(config, runtime)
-        version = state["version"]
-        assert version is not None
-        summarizer = get_summarizer(stack.settings)
-        communities = graph.communities(version=version)
-        reuse = graph.reusable_summaries([c.fingerprint for c in communities], summarizer.cache_key)
-        entities = {e.name: e for e in graph.entities(version=version)}
-        edges = graph.edges(version=version)
-        by_subject = index_claims(graph.claims_for(list(entities), version=version))
-        by_id = {c.id: c for c in communities}
-        reused = written = 0
-        todo: list[Community] = []
-        for community in communities:
-            old = reuse.get(community.fingerprint)
-            if old is not None:
-                community.title, community.summary = old.title, old.summary
-                community.summary_embedding = old.summary_embedding
-                community.summarizer = summarizer.cache_key
-                reused += 1
-            else:
-                todo.append(community)
+        org = organization_of(config, runtime)
+        cancelled = partial(self._cancelled, config, runtime)
+        counts = summarize_stage(self._stack(), org, _version(state), cancelled)
+        return self._summarized(state, config, runtime, counts, started)
 
-        def context_of(community: Community) -> CommunityContext:
-            members = set(community.members)
-            return CommunityContext(
-                community=community,
-                entities=entities,
-                edges=[e for e in edges if e.source in members and e.target in members],
-                claims=member_claims(community.members, by_subject),
-                children=[by_id[k] for k in community.children if k in by_id],
-            )
+    async def asummarize(
+        self, state: GraphIndexState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
+    ) -> dict[str, Any]:
+        """`summarize` on the server: local summaries in the low-priority worker (a stage boundary is
+        its cancel point there); LLM summaries here, where a cancel stops them between two calls."""
+        if self._cancelled(config, runtime):
+            return await asyncio.to_thread(self.stopped, state, config, runtime)
+        started = time.perf_counter()
+        org = organization_of(config, runtime)
+        if self._stack().settings.graph_summarizer == "local":
+            counts = await self._stage(org, summarize_stage, _version(state))
+        else:
+            cancelled = partial(self._cancelled, config, runtime)
+            counts = await self._stage(org, summarize_stage, _version(state), cancelled, in_worker=False)
+        return await asyncio.to_thread(self._summarized, state, config, runtime, counts, started)
 
-        def run(community: Community) -> None:
-            if is_run_cancelled(runtime):
-                return
-            community.title, community.summary = summarizer.summarize(context_of(community))
-            community.summarizer = summarizer.cache_key
-            community.summary_embedding = None
-
-        # finest level first: a parent may use its children's summaries
-        with ThreadPoolExecutor(max_workers=SUMMARY_WORKERS) as pool:
-            for level in sorted({c.level for c in todo}, reverse=True):
-                list(pool.map(run, [c for c in todo if c.level == level]))
-        if is_run_cancelled(runtime):
+    def _summarized(
+        self,
+        state: GraphIndexState,
+        config: RunnableConfig,
+        runtime: Runtime[LibrarianContext],
+        counts: tuple[int, int] | None,
+        started: float,
+    ) -> dict[str, Any]:
+        if counts is None:  # cancelled between two summaries
             return self.stopped(state, config, runtime)
-        written = len(todo)
-        graph.update_summaries(version, communities)
-        timings = {**(state.get("timings") or {}), "summarize": round(time.perf_counter() - started, 3)}
+        reused, written = counts
+        timings = _timed(state, "summarize", started)
         return {"summariesReused": reused, "summariesWritten": written, "timings": timings}
 
     # --- embed ----------------------------------------------------------------------------------------
@@ -415,21 +325,21 @@ class GraphIndexNodes:
         self, state: GraphIndexState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
     ) -> dict[str, Any]:
         """Embed the summaries that are new in this version (reused ones kept their vectors)."""
-        if is_run_cancelled(runtime):
+        if self._cancelled(config, runtime):
             return self.stopped(state, config, runtime)
         started = time.perf_counter()
-        stack, _org, graph = self._graph(config, runtime)
-        version = state["version"]
-        assert version is not None
-        communities = graph.communities(version=version, with_embeddings=True)
-        missing = [c for c in communities if c.summary and c.summary_embedding is None]
-        if missing:
-            texts = [f"{c.title}\n{c.summary}" for c in missing]
-            for community, vector in zip(missing, _unit(stack.dense.embed_documents(texts)), strict=True):
-                community.summary_embedding = vector
-            graph.update_summaries(version, missing)
-        timings = {**(state.get("timings") or {}), "embed": round(time.perf_counter() - started, 3)}
-        return {"timings": timings}
+        embed_stage(self._stack(), organization_of(config, runtime), _version(state))
+        return {"timings": _timed(state, "embed", started)}
+
+    async def aembed(
+        self, state: GraphIndexState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
+    ) -> dict[str, Any]:
+        """`embed` on the server, in the low-priority worker."""
+        if self._cancelled(config, runtime):
+            return await asyncio.to_thread(self.stopped, state, config, runtime)
+        started = time.perf_counter()
+        await self._stage(organization_of(config, runtime), embed_stage, _version(state))
+        return {"timings": _timed(state, "embed", started)}
 
     # --- publish ----------------------------------------------------------------------------------------
     def publish(
@@ -437,7 +347,7 @@ class GraphIndexNodes:
     ) -> dict[str, Any]:
         """Switch the published version in one transaction (readers saw the old one until now). The
         last stage boundary: a cancel that arrives once it has begun is too late."""
-        if is_run_cancelled(runtime):
+        if self._cancelled(config, runtime):
             return self.stopped(state, config, runtime)
         started = time.perf_counter()
         _stack, _org, graph = self._graph(config, runtime)

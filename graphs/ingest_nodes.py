@@ -29,7 +29,8 @@ from librarian.parsing import media
 from librarian.parsing.cache import ParseCache, content_hash
 from librarian.parsing.media import guess_media_type
 from librarian.parsing.types import Chunk, ParseResult
-from librarian.runs.cancellation import path_fence, raise_if_cancelled
+from librarian.runs.cancellation import raise_if_cancelled
+from librarian.runs.coordination import coordination_for
 from librarian.stack import Stack
 
 if TYPE_CHECKING:
@@ -185,6 +186,10 @@ class IngestNodes:
         across runs of the same thread.
         """
         org = organization_of(config, runtime)
+        # A run superseded before it started (a replica restarted after a crash runs its lost runs
+        # again) stops here, before it resets anything or deletes a newer version's vectors.
+        coordination = coordination_for(self._stack().settings)
+        raise_if_cancelled(runtime, coordination, org, state.get("path", ""), state.get("epoch"))
         reset = run_reset()
         try:
             path = validate_document_path(state.get("path", ""))
@@ -244,10 +249,10 @@ class IngestNodes:
         self, state: IngestState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
     ) -> Command | _ParseJob:
         """Everything before the parser: read, hash, page limit, cache lookup (a hit ends here)."""
-        raise_if_cancelled(runtime)
         org = organization_of(config, runtime)
         stack = self._stack()
         path = state["path"]
+        raise_if_cancelled(runtime, coordination_for(stack.settings), org, path, state.get("epoch"))
         try:
             data = stack.files.read(org, path)
         except FileNotFoundError:
@@ -301,8 +306,11 @@ class IngestNodes:
     ) -> dict[str, Any]:
         """Delete the path's vectors: overwrite and skip both start here (invariant 3)."""
         org = organization_of(config, runtime)
-        with path_fence(org, state["path"]):
-            self._stack().index.delete(namespace=org, filter={"path": state["path"]})
+        stack = self._stack()
+        coordination = coordination_for(stack.settings)
+        with coordination.fence(org, state["path"]):
+            raise_if_cancelled(runtime, coordination, org, state["path"], state.get("epoch"))
+            stack.index.delete(namespace=org, filter={"path": state["path"]})
         return {}
 
     # --- plan_batches (conditional edge) -----------------------------------------------------
@@ -321,6 +329,7 @@ class IngestNodes:
                     mediaType=state.get("mediaType", "application/octet-stream"),
                     contentHash=state.get("contentHash", ""),
                     chunks=chunks[offset : offset + size],
+                    epoch=state.get("epoch"),
                 ),
             )
             for offset in range(0, len(chunks), size)
@@ -333,7 +342,7 @@ class IngestNodes:
         """Embed `embedText` (dense + sparse) and upsert with `text` stored in metadata."""
         org = organization_of(config, runtime)
         stack = self._stack()
-        raise_if_cancelled(runtime)
+        raise_if_cancelled(runtime, coordination_for(stack.settings), org, job["path"], job.get("epoch"))
         texts = [c["embedText"] for c in job["chunks"]]
         dense = stack.dense.embed_documents(texts)
         sparse = stack.sparse.embed_documents(texts)
@@ -344,7 +353,8 @@ class IngestNodes:
     ) -> dict[str, Any]:
         """`upsert_batch` for the server: embedding runs in the low-priority ingest worker process."""
         org = organization_of(config, runtime)
-        raise_if_cancelled(runtime)
+        coordination = coordination_for(self._stack().settings)
+        await asyncio.to_thread(raise_if_cancelled, runtime, coordination, org, job["path"], job.get("epoch"))
         assert self._offload is not None
         texts = [c["embedText"] for c in job["chunks"]]
         dense, sparse = await self._offload.embed(self._stack().settings, org, texts)
@@ -356,9 +366,11 @@ class IngestNodes:
         records = [vector_record(job, c, d, s) for c, d, s in zip(job["chunks"], dense, sparse, strict=True)]
         # A cancelled run writes nothing from here on; the fence orders this write against the
         # follow-up run's delete, so what was written before the cancel is deleted after it.
-        with path_fence(org, job["path"]):
-            raise_if_cancelled(runtime)
-            written = self._stack().index.upsert(records, namespace=org)
+        stack = self._stack()
+        coordination = coordination_for(stack.settings)
+        with coordination.fence(org, job["path"]):
+            raise_if_cancelled(runtime, coordination, org, job["path"], job.get("epoch"))
+            written = stack.index.upsert(records, namespace=org)
         return {"indexedCount": written}
 
     # --- finalize ----------------------------------------------------------------------------------

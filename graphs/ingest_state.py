@@ -33,6 +33,9 @@ class IngestInput(TypedDict):
     # Set only by `DocumentOps` for the follow-up run of a delete or a cancel: the run deletes the
     # path's vectors and ends with this status. Clients cannot run this graph directly.
     cleanup: NotRequired[Literal["deleted", "cancelled"]]
+    # Set by `DocumentOps` when runs coordinate across processes: the path's epoch this run was
+    # started for; a newer one (upload, delete or cancel anywhere) stops it before its next write.
+    epoch: NotRequired[int]
 
 
 class IngestState(TypedDict, total=False):
@@ -40,6 +43,7 @@ class IngestState(TypedDict, total=False):
     filename: str
     mediaType: str
     cleanup: str | None
+    epoch: int | None
     sizeBytes: int
     contentHash: str
     parser: str
@@ -73,3 +77,4 @@ class UpsertJob(TypedDict):
     mediaType: str
     contentHash: str
     chunks: list[ChunkRecord]
+    epoch: NotRequired[int | None]

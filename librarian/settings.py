@@ -59,7 +59,7 @@ class Settings(BaseSettings):
     # Local sparse encoder on the embedded index: IDF from the searched namespace at query time, or the
     # fixed general-English IDF only (README "Retrieval quality").
     sparse_idf: Literal["namespace", "fixed"] = "namespace"
-    vector_index: Literal["lancedb", "pinecone"] = "lancedb"
+    vector_index: Literal["lancedb", "pinecone", "pgvector"] = "lancedb"
     # "none" by default: the local reranker added +0.006/+0.005/-0.000 nDCG@10 out of sample for
     # 1-2 s a query (README "Retrieval quality"); it stays available as "local".
     reranker: Literal["none", "local", "pinecone", "llm", "cross-encoder"] = "none"
@@ -98,9 +98,14 @@ class Settings(BaseSettings):
     pinecone_cloud: str = "aws"
     pinecone_region: str = "us-east-1"
     lance_compact_every: int = 50
+    pgvector_table: str = "librarian_chunks"  # the pgvector index's table, in the postgres_url database
+    pgvector_exact_limit: int = Field(default=20_000, ge=0)  # rows of a namespace scored exactly
 
     # --- checkpoints
     postgres_url: str | None = None
+    # With `postgres_url`, document runs coordinate through PostgreSQL (several replicas or the CLI
+    # beside a server: librarian/runs/coordination.py); `local` keeps this process's own locks.
+    coordination: Literal["postgres", "local"] = "postgres"
 
     # --- ingest
     ingest_concurrency: int = 2
@@ -187,6 +192,7 @@ class Settings(BaseSettings):
             (self.dense_embedder == "openai", self.openai_api_key or self.openai_base_url, "OPENAI_API_KEY"),
             (self.sparse_embedder == "pinecone", self.pinecone_api_key, "PINECONE_API_KEY"),
             (self.vector_index == "pinecone", self.pinecone_api_key, "PINECONE_API_KEY"),
+            (self.vector_index == "pgvector", self.postgres_url, "LIBRARIAN_POSTGRES_URL"),
             (self.reranker == "pinecone", self.pinecone_api_key, "PINECONE_API_KEY"),
             (self.file_store == "s3", self.s3_bucket, "LIBRARIAN_S3_BUCKET"),
             (self.reranker == "cross-encoder", self.rerank_model_path, "LIBRARIAN_RERANK_MODEL_PATH"),

@@ -129,6 +129,15 @@ class Stack:
                 region=s.pinecone_region,
                 batch_size=s.upsert_batch_size,
             )
+        if s.vector_index == "pgvector":
+            from librarian.index.pgvector import PgVectorIndex
+
+            return PgVectorIndex(
+                s.postgres_url or "",
+                contract=self.contract,
+                table=s.pgvector_table,
+                exact_limit=s.pgvector_exact_limit,
+            )
         from librarian.index.lance import LanceVectorIndex
 
         return LanceVectorIndex(s.lance_dir, contract=self.contract, compact_every=s.lance_compact_every)

@@ -26,6 +26,7 @@ from graphs.reindex import build_reindex_graph
 from librarian.errors import ConfigError, ContractMismatchError, TenantError
 from librarian.locks import KeyedLocks
 from librarian.runs import cancellation
+from librarian.runs.coordination import coordination_for
 from librarian.runs.server_client import sdk_client, thread_runs
 from librarian.runs.threads import server_thread_id, thread_id
 from librarian.stack import Stack
@@ -38,11 +39,25 @@ Observer = Callable[[str, dict[str, Any]], None]
 _observer: ContextVar[Observer | None] = ContextVar("librarian_ingest_observer", default=None)
 
 
+HISTORY_LIMIT = 500  # checkpoints looked back for a run of the current epoch (a run writes ~10)
+
+
+def _of_epoch(history: Any, epoch: int) -> Any:
+    """The newest snapshot of `history` (newest first) whose run was started for `epoch`."""
+    for count, snapshot in enumerate(history):
+        if count >= HISTORY_LIMIT:
+            return None
+        if (snapshot.values or {}).get("epoch") == epoch:
+            return snapshot
+    return None
+
+
 class LocalRuns:
     """Runs the graphs directly on a sync checkpointer, in a worker thread per call.
 
     Serialization per path is `KeyedLocks`: a thread lock plus a file lock (other processes on the
-    same data directory). Cancel sets the run's flag; the run stops before its next vector write.
+    same data directory), and with PostgreSQL the path's run lock, shared with the servers' runs.
+    Cancel sets the run's flag; the run stops before its next vector write.
     """
 
     def __init__(self, stack: Stack, checkpointer: Any) -> None:
@@ -92,14 +107,18 @@ class LocalRuns:
 
     def resume(self, org: str, path: str) -> None:
         config = {"configurable": {"thread_id": thread_id(org, path)}}
-        with self._locks.hold(thread_id(org, path)):
+        coordination = coordination_for(self.stack.settings)
+        with self._locks.hold(thread_id(org, path)), coordination.run_lock(org, path):
             if self.ingest_graph.get_state(config).next:
                 self._stream(self.ingest_graph, None, org, path, str(uuid.uuid4()), None)
 
     def _run(self, graph: Any, run_input: Any, org: str, path: str, run_id: str, on_update: Any) -> None:
-        with self._locks.hold(thread_id(org, path)):
+        coordination = coordination_for(self.stack.settings)
+        with self._locks.hold(thread_id(org, path)), coordination.run_lock(org, path):
             if cancellation.is_cancelled(run_id):
                 return  # cancelled while it waited for the path: it never started
+            if coordination.superseded(org, path, run_input.get("epoch")):
+                return  # a newer upload, delete or cancel came while it waited: its run is next
             self._stream(graph, run_input, org, path, run_id, on_update)
 
     def _stream(self, graph: Any, run_input: Any, org: str, path: str, run_id: str, on_update: Any) -> None:
@@ -124,6 +143,10 @@ class LocalRuns:
         for run_id in active:
             cancellation.cancel_run(run_id)
         return len(active)
+
+    async def state_of_epoch(self, org: str, path: str, epoch: int) -> Any:
+        config = {"configurable": {"thread_id": thread_id(org, path)}}
+        return await asyncio.to_thread(_of_epoch, self.ingest_graph.get_state_history(config), epoch)
 
     async def state(self, org: str, path: str) -> tuple[Any, list[dict[str, Any]]]:
         config = {"configurable": {"thread_id": thread_id(org, path)}}
@@ -250,6 +273,20 @@ class ServerRuns:
             run_id = (state.get("metadata") or {}).get("run_id")
             snapshot.interrupted = bool(run_id) and not await self._run_known(thread, run_id)
         return snapshot, runs
+
+    async def state_of_epoch(self, org: str, path: str, epoch: int) -> Any:
+        from librarian.checkpoint import server_saver
+
+        saver = await server_saver()
+        config = {"configurable": {"thread_id": server_thread_id(org, path)}}
+        async for snapshot in build_ingest_graph(checkpointer=saver).aget_state_history(
+            config, limit=HISTORY_LIMIT
+        ):
+            if (snapshot.values or {}).get("epoch") == epoch:
+                return SimpleNamespace(
+                    values=snapshot.values, next=snapshot.next, tasks=snapshot.tasks, interrupted=False
+                )
+        return None
 
     async def _run_known(self, thread: str, run_id: str) -> bool:
         from langgraph_sdk.errors import NotFoundError

@@ -13,9 +13,11 @@ The split:
     DocumentOps        the operations' logic, async: validation, size limit, existence, the order
                        of effects (cancel the path's running ingest, vectors first, then the file,
                        then a follow-up run on the path's thread). The writes of one path (upload,
-                       delete, cancel) take turns (`path_turn`), so racing requests each see the
-                       path as the previous one left it, and the newest run on the path's thread
-                       is the last write's.
+                       delete, cancel) take turns (`Coordination.turn`), so racing requests each
+                       see the path as the previous one left it, and the newest run on the path's
+                       thread is the last write's. With `LIBRARIAN_POSTGRES_URL` the turns, the
+                       runs' exclusion and their supersession hold across processes
+                       (`librarian/runs/coordination.py`).
     runs backend       where ingest runs execute (`services/document_runs.py`):
         LocalRuns      plain Python: runs the graphs directly, serialized per path, cancelled by a flag.
         ServerRuns     the LangGraph server: enqueues runs with the in-process SDK client and cancels
@@ -28,18 +30,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
-from weakref import WeakValueDictionary
 
 from librarian.errors import FileTooLargeError, LibrarianError
 from librarian.files.paths import document_path, validate_document_path
 from librarian.page_cache import page_cache
+from librarian.runs.coordination import Coordination, coordination_for
 from librarian.runs.threads import thread_id
 from librarian.stack import Stack
 from librarian.sync import run_sync
 from librarian.tenancy import validate_organization_id
 from services.document_status import DocumentStatus, document_status
-from services.run_backend import RunBackend, RunRef
+from services.run_backend import ACTIVE_RUN_STATES, RunBackend, RunRef
 
 if TYPE_CHECKING:
     from langgraph.types import Checkpointer
@@ -62,25 +65,6 @@ class NoActiveIngestError(LibrarianError):
     code = "no_active_ingest"
 
 
-_turns: WeakValueDictionary[tuple[int, str, str], asyncio.Lock] = WeakValueDictionary()
-
-
-def path_turn(org: str, path: str) -> asyncio.Lock:
-    """The lock that makes one path's writes (upload, delete, cancel) take turns in this event loop.
-
-    Without it, racing writes interleave their steps: a delete removes the file an upload has just
-    stored, before that upload's ingest starts, and the caller whose request succeeded last does not
-    get the document it asked for. Per event loop (the server has one; each blocking call of
-    `DocumentService` runs its own, where `LocalRuns` serializes runs with its own locks), and per
-    process: several server processes over one store would need a shared lock.
-    """
-    key = (id(asyncio.get_running_loop()), org, path)
-    lock = _turns.get(key)
-    if lock is None:
-        lock = _turns[key] = asyncio.Lock()
-    return lock
-
-
 #: Final statuses that only a document with a stored file can have (`skipped` can: file_not_found).
 FINAL_WITH_A_FILE = frozenset({"indexed", "failed", "cancelled"})
 
@@ -91,6 +75,25 @@ class DocumentOps:
     def __init__(self, stack: Stack, runs: RunBackend) -> None:
         self.stack = stack
         self.runs = runs
+
+    @property
+    def coordination(self) -> Coordination:
+        return coordination_for(self.stack.settings)
+
+    def turn(self, org: str, path: str) -> Any:
+        """The turn of one path's writes: without it racing writes interleave their steps (a delete
+        removes the file an upload has just stored, before that upload's ingest starts), and the
+        caller whose request succeeded last does not get the document it asked for."""
+        return self.coordination.turn(org, path)
+
+    async def _supersede(self, org: str, path: str) -> dict[str, Any]:
+        """Raise the path's epoch, so its runs on any process stop; the new runs' input carries it."""
+        epoch = await asyncio.to_thread(self.coordination.bump, org, path)
+        return {} if epoch is None else {"epoch": epoch}
+
+    async def _current(self, org: str, path: str) -> dict[str, Any]:
+        epoch = await asyncio.to_thread(self.coordination.epoch, org, path)
+        return {} if epoch is None else {"epoch": epoch}
 
     def _checked(self, org: str, path: str) -> tuple[str, str]:
         return validate_organization_id(org), validate_document_path(path)
@@ -105,15 +108,18 @@ class DocumentOps:
             )
         return path
 
-    async def _store(self, org: str, path: str, data: bytes) -> None:
+    async def _store(self, org: str, path: str, data: bytes) -> dict[str, Any]:
+        """Supersede and cancel the path's runs, then store the file; the next run's epoch."""
+        epoch = await self._supersede(org, path)
         await self.runs.cancel_active(org, path)
         await asyncio.to_thread(self.stack.files.write, org, path, data)
+        return epoch
 
     async def upload(self, org: str, filename: str, data: bytes) -> str:
         """Store the file and return its path. A running ingest of that path is cancelled first:
         its follow-up is the next ingest, which deletes the old vectors before writing new ones."""
         path = self._upload_path(org, filename, data)
-        async with path_turn(org, path):
+        async with self.turn(org, path):
             await self._store(org, path, data)
         return path
 
@@ -123,17 +129,19 @@ class DocumentOps:
         """`upload`, then start its ingest, in one turn of the path (the server's upload route): no
         delete or cancel of the same path can slip in between the stored file and its ingest."""
         path = self._upload_path(org, filename, data)
-        async with path_turn(org, path):
-            await self._store(org, path, data)
-            return path, await self.runs.start(org, path, {"path": path}, owner=owner)
+        async with self.turn(org, path):
+            epoch = await self._store(org, path, data)
+            return path, await self.runs.start(org, path, {"path": path, **epoch}, owner=owner)
 
     async def ingest(self, org: str, path: str, *, owner: str | None = None) -> RunRef:
         org, path = self._checked(org, path)
-        return await self.runs.start(org, path, {"path": path}, owner=owner)
+        epoch = await self._current(org, path)
+        return await self.runs.start(org, path, {"path": path, **epoch}, owner=owner)
 
     async def reindex(self, org: str, path: str, *, owner: str | None = None) -> RunRef:
         org, path = self._checked(org, path)
-        return await self.runs.start(org, path, {"path": path}, graph="reindex", owner=owner)
+        epoch = await self._current(org, path)
+        return await self.runs.start(org, path, {"path": path, **epoch}, graph="reindex", owner=owner)
 
     async def status(self, org: str, path: str) -> DocumentStatus:
         """The document's status; `DocumentNotFoundError` if it has neither a file nor a record."""
@@ -141,6 +149,8 @@ class DocumentOps:
         stored, (snapshot, runs) = await asyncio.gather(
             asyncio.to_thread(self.stack.files.stat, org, path), self.runs.state(org, path)
         )
+        if self.coordination.shared:
+            snapshot, runs = await self._shared_view(org, path, snapshot, runs)
         status = document_status(path, snapshot, runs)
         if stored is None and status.status == "not_ingested":
             raise DocumentNotFoundError(f"no document {path!r} in this organization")
@@ -153,6 +163,42 @@ class DocumentOps:
         status.threadId = self.runs.thread_of(org, path)
         return status
 
+    async def _shared_view(
+        self, org: str, path: str, snapshot: Any, runs: list[dict[str, Any]]
+    ) -> tuple[Any, list[dict[str, Any]]]:
+        """The thread's state as every process sees it, when runs of a path may live on any of them.
+
+        The checkpoint is shared; this process's runs are not the whole story. A run that holds the
+        path's run lock is live somewhere (running); a checkpoint older than the path's epoch has a
+        newer run to come (queued). Ended runs of this process say nothing the checkpoint does not:
+        a run stopped because another process superseded it is not the document's failure.
+        """
+        coordination = self.coordination
+        live, current = await asyncio.gather(
+            asyncio.to_thread(coordination.run_lock_held, org, path),
+            asyncio.to_thread(coordination.epoch, org, path),
+        )
+        seen = int(((getattr(snapshot, "values", None) or {}).get("epoch")) or 0)
+        active = [r for r in runs if r.get("status") in ACTIVE_RUN_STATES]
+        if not active and live:
+            active = [{"status": "running"}]
+        elif not active and current > seen:
+            # The newest checkpoint is older than the path's epoch: either the current epoch's run is
+            # still to come (queued), or it has run and a run superseded before it started (one a
+            # restarted replica ran again) stopped on top of it; then its own last checkpoint counts.
+            found = await self.runs.state_of_epoch(org, path, current)
+            if found is None:
+                active = [{"status": "pending"}]
+            else:
+                snapshot = SimpleNamespace(
+                    values=found.values, next=found.next, tasks=found.tasks, interrupted=bool(found.next)
+                )
+        if snapshot is not None and active:  # a live or coming run: not one a crash cut off
+            snapshot = SimpleNamespace(
+                values=snapshot.values, next=snapshot.next, tasks=snapshot.tasks, interrupted=False
+            )
+        return snapshot, active
+
     async def list(self, org: str) -> list[DocumentStatus]:
         """Files in the organization's store, each with its latest status."""
         org = validate_organization_id(org)
@@ -163,7 +209,7 @@ class DocumentOps:
                 raise outcome
         return [s for s in found if isinstance(s, DocumentStatus)]
 
-    async def _existing(self, org: str, path: str) -> None:
+    async def _existing(self, org: str, path: str) -> DocumentStatus:
         """`DocumentNotFoundError` unless the document is there to delete or cancel.
 
         Gone: never uploaded, or deleted, whether or not the delete's follow-up run has run yet (no
@@ -175,6 +221,7 @@ class DocumentOps:
             self.stack.files.exists, org, path
         ):
             raise DocumentNotFoundError(f"no document {path!r} in this organization")
+        return status
 
     async def delete(self, org: str, path: str, *, owner: str | None = None) -> RunRef:
         """Cancel its ingest, delete vectors first, then the file, then a follow-up run.
@@ -183,13 +230,20 @@ class DocumentOps:
         (so nothing it wrote survives) and leaves the status `deleted`.
         """
         org, path = self._checked(org, path)
-        async with path_turn(org, path):
+        async with self.turn(org, path):
             await self._existing(org, path)
+            epoch = await self._supersede(org, path)
             await self.runs.cancel_active(org, path)
-            await asyncio.to_thread(self.stack.index.delete, namespace=org, filter={"path": path})
+            await asyncio.to_thread(self._delete_vectors, org, path)
             await asyncio.to_thread(self.stack.files.delete, org, path)
             await asyncio.to_thread(page_cache(self.stack).forget, org, path)  # its page images too
-            return await self.runs.start(org, path, {"path": path, "cleanup": "deleted"}, owner=owner)
+            cleanup = {"path": path, "cleanup": "deleted", **epoch}
+            return await self.runs.start(org, path, cleanup, owner=owner)
+
+    def _delete_vectors(self, org: str, path: str) -> None:
+        """Under the path's fence: a run on another process writes its batch before or not at all."""
+        with self.coordination.fence(org, path):
+            self.stack.index.delete(namespace=org, filter={"path": path})
 
     async def cancel(self, org: str, path: str, *, owner: str | None = None) -> RunRef:
         """Cancel the path's queued or running ingest; a follow-up run removes what it wrote.
@@ -198,11 +252,16 @@ class DocumentOps:
         previous version's, as every ingest does first). `NoActiveIngestError` if none was active.
         """
         org, path = self._checked(org, path)
-        async with path_turn(org, path):
-            await self._existing(org, path)
-            if await self.runs.cancel_active(org, path) == 0:
+        async with self.turn(org, path):
+            status = await self._existing(org, path)
+            # Only what is queued or running anywhere is superseded: a cancel of nothing changes nothing.
+            if status.status not in ACTIVE_STATUSES:
                 raise NoActiveIngestError(f"{path!r} has no queued or running ingest")
-            return await self.runs.start(org, path, {"path": path, "cleanup": "cancelled"}, owner=owner)
+            epoch = await self._supersede(org, path)
+            if await self.runs.cancel_active(org, path) == 0 and not self.coordination.shared:
+                raise NoActiveIngestError(f"{path!r} has no queued or running ingest")
+            cleanup = {"path": path, "cleanup": "cancelled", **epoch}
+            return await self.runs.start(org, path, cleanup, owner=owner)
 
 
 class DocumentService:

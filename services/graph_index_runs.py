@@ -4,7 +4,10 @@ Each organization has one build thread (`uuid5("{org}:graph")`). Scheduling enqu
 one is already *pending* (queued, not started): that queued run will see every change made before it
 starts, so a second one would only repeat it. Hence at most one running and one queued build per
 organization, however many documents are uploaded or deleted. The check-and-enqueue is serialized per
-organization in this process (the server's routes share it).
+organization in this process (the server's routes share it). Across replicas (`LIBRARIAN_POSTGRES_URL`)
+the organization's requests are counted in PostgreSQL: a build queued on any live process absorbs a
+new request, a build covers every request made before it started, and the organization's graph run
+lock lets one build run at a time (`librarian.runs.coordination`).
 
 Builds scheduled by document changes wait, in their first node, until the organization's ingest runs
 are idle (`waitForIngests`, `librarian.runs.ingest_idle`), so a build never races the ingest that
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -65,6 +69,12 @@ async def schedule_build(
             rank=RANK_GRAPH,
             stamp={"organization_id": org, "graph_key": graph_thread_id(org), "kind": "graph"},
         )
+        # Across replicas the organization's queued build may be another process's (PostgreSQL).
+        request, queued = await asyncio.to_thread(admission.coordination.request_graph_build, org, job.job_id)
+        if queued is not None:
+            return {"thread_id": thread, "run_id": queued, "coalesced": True}
+        if request:
+            job = replace(job, input={**job.input, "request": request})
         run_id = await admission.submit(job)
     return {"thread_id": thread, "run_id": run_id, "coalesced": False}
 
@@ -104,6 +114,7 @@ async def server_status(org: str, *, client: Any = None) -> dict[str, Any]:
 
 # --- an admin's cancel --------------------------------------------------------------------------------
 
+REMOTE_BUILD = "another-replica"  # in `stopping`: the build runs on another server process
 CANCEL_RECORD = "build_cancel"  # build thread metadata: what the last cancel did, for `_last_build`
 CANCELLED_REASON = "the build was cancelled by an organization admin before it started"
 
@@ -135,6 +146,12 @@ async def cancel_build(org: str, *, owner: str, client: Any = None) -> dict[str,
             cancellation.cancel_run(run_id)
         removed = [run_id for run_id in pending if await _cancel_pending(client, thread, run_id)]
         removed = [waiting.job_id, *removed] if waiting is not None else removed
+        # Across replicas, the build may run, or wait, on another process (PostgreSQL).
+        elsewhere, voided = await asyncio.to_thread(RunAdmission(client).coordination.cancel_graph_build, org)
+        if elsewhere and not running:
+            running = [REMOTE_BUILD]
+        if voided is not None and voided not in removed:
+            removed.append(voided)
         if not running and not removed:
             raise NoActiveBuildError(f"no graph build of {org} is queued or running")
         newest = next((r["run_id"] for r in runs if r["run_id"] not in removed), None)

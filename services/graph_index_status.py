@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphs.graph_index_nodes import indexed_documents
+from graphs.graph_index_stages import indexed_documents
 from librarian.graph.model import GraphVersion
 from librarian.stack import Stack
 

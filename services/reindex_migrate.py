@@ -51,6 +51,13 @@ PINECONE_REFUSAL = (
     "index in Pinecone"
 )
 
+PGVECTOR_REFUSAL = (
+    "--migrate converts the embedded LanceDB index; a pgvector table is re-embedded beside the old one "
+    "instead: set LIBRARIAN_PGVECTOR_TABLE to a new table name and run `librarian reindex --org ORG` "
+    "for each organization (it re-embeds from the cached parses into the new table), then drop the "
+    "old table"
+)
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -92,7 +99,7 @@ def migrate_index(stack: Stack, *, on_document: OnDocument | None = None) -> Mig
     """
     settings = stack.settings
     if settings.vector_index != "lancedb":
-        raise ConfigError(PINECONE_REFUSAL)
+        raise ConfigError(PGVECTOR_REFUSAL if settings.vector_index == "pgvector" else PINECONE_REFUSAL)
     live = settings.lance_dir
     live.parent.mkdir(parents=True, exist_ok=True)
     try:

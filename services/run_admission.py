@@ -30,8 +30,14 @@ runs pass through admission before they reach the queue:
 
 Which runs hold slots is read from the server at each decision (its busy document and graph threads),
 never counted here, and the waiting jobs live on the server's threads; only the serialization of
-decisions is this process's (`AdmissionLock`). Across replicas (issue 25) that lock becomes a
-PostgreSQL advisory lock and the rest stays as it is; `choose` is the whole policy, a pure function.
+decisions is this process's (`AdmissionLock`). `choose` is the whole policy, a pure function.
+
+Replicas (`LIBRARIAN_POSTGRES_URL`, `librarian.runs.coordination`): each server process admits to its
+own run slots, and a run also takes its path's (or its organization's graph build's) run lock before
+it is created, holding it until its watcher sees the run end. A job whose lock another process holds
+stays waiting (the sweep, every second then, tries again); a job superseded meanwhile (its epoch is
+no longer the path's) is dropped, since a newer job of the path exists. So one path never has two
+runs at once on any replicas, and they run in the order of their epochs.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from librarian.runs.coordination import Coordination, RunLock, coordination_for
 from librarian.runs.server_client import sdk_client, thread_runs
 from librarian.settings import Settings, get_settings
 from services.run_backend import ACTIVE_RUN_STATES
@@ -62,6 +69,11 @@ RANK_FOLLOW_UP, RANK_DOCUMENT, RANK_GRAPH = 0, 1, 2
 DEFAULT_SERVER_SLOTS = 10  # langgraph-api's N_JOBS_PER_WORKER when nothing sets it
 PAGE = 100
 POLL_S = 1.0  # a watcher's pause between status checks when joining its run failed
+SHARED_SWEEP_S = 1.0  # with replicas, how soon a job waiting for another process's run lock retries
+
+
+class LockTaken(Exception):
+    """The job's run lock is held by another process's run: the job keeps waiting."""
 
 
 @dataclass(frozen=True)
@@ -216,11 +228,15 @@ class RunAdmission:
     def settings(self) -> Settings:
         return self._settings or get_settings()
 
+    @property
+    def coordination(self) -> Coordination:
+        return coordination_for(self.settings)
+
     # --- the operations ----------------------------------------------------------------------------
 
     async def submit(self, job: Job) -> str:
         """Admit `job` now if the limits allow, else leave it waiting; the run's id, or the job's."""
-        if not self.settings.run_admission:
+        if not self.settings.run_admission and not self.coordination.shared:
             return await self._admit(job)
         async with self.lock.hold():
             waiting = await self._waiting()
@@ -235,7 +251,10 @@ class RunAdmission:
                 await self._park(job)
             for admitted in chosen:
                 if admitted is job:
-                    run_id = await self._admit(job)  # a failure is the caller's, as before admission
+                    try:
+                        run_id = await self._admit(job)  # a failure is the caller's, as before
+                    except LockTaken:
+                        await self._park(job)
                 else:
                     await self._admit_logged(admitted)
             return run_id
@@ -325,8 +344,54 @@ class RunAdmission:
         metadata = {**job.stamp, "admission": WAITING, "admission_job": job.record()}
         await self.client.threads.update(job.thread, metadata=metadata)
 
+    async def _take_lock(self, job: Job) -> RunLock | None:
+        """The job's run lock when runs coordinate across processes (None when they do not);
+        `LockTaken` if another process's run holds it."""
+        coordination = self.coordination
+        if not coordination.shared:
+            return None
+        if job.kind == "graph":
+            held = await asyncio.to_thread(coordination.try_graph_lock, job.org)
+        else:
+            held = await asyncio.to_thread(coordination.try_run_lock, job.org, str(job.input.get("path", "")))
+        if held is None:
+            raise LockTaken(job.thread)
+        return held
+
+    async def _superseded(self, job: Job) -> bool:
+        """A document job whose path has a newer epoch, or a graph job a started build covered."""
+        coordination = self.coordination
+        if job.kind == "graph" and job.input.get("request"):
+            return not await asyncio.to_thread(coordination.start_graph_build, job.org, job.input["request"])
+        epoch = job.input.get("epoch")
+        if job.kind != "document" or epoch is None:
+            return False
+        return await asyncio.to_thread(coordination.superseded, job.org, str(job.input["path"]), epoch)
+
     async def _admit(self, job: Job) -> str:
-        """Create the job's run (the server's queue takes it from here) and clear its waiting mark."""
+        """Create the job's run (the server's queue takes it from here) and clear its waiting mark.
+
+        With replicas, the run lock is taken first and handed to the run's watcher; a job superseded
+        by a newer upload, delete or cancel on any process is dropped instead (its id is returned).
+        """
+        held = await self._take_lock(job)
+        try:
+            if await self._superseded(job):
+                await self.client.threads.update(job.thread, metadata={**job.stamp, **NOT_WAITING})
+                logger.info("dropped the superseded job %s of thread %s", job.job_id, job.thread)
+                if held is not None:
+                    await asyncio.to_thread(held.release)
+                return job.job_id
+            run_id = await self._create_run(job)
+        except BaseException:
+            if held is not None:
+                await asyncio.to_thread(held.release)
+            raise
+        if self.settings.run_admission or held is not None:
+            self._watch(job.thread, run_id, held)
+        return run_id
+
+    async def _create_run(self, job: Job) -> str:
         run = await self.client.runs.create(
             job.thread,
             job.graph,
@@ -345,28 +410,42 @@ class RunAdmission:
         )
         # Stamped on every start (idempotent): the auth filters show the thread to its organization.
         await self.client.threads.update(job.thread, metadata={**job.stamp, **NOT_WAITING})
-        if self.settings.run_admission:
-            self._watch(job.thread, run["run_id"])
         return str(run["run_id"])
 
     async def _admit_logged(self, job: Job) -> str | None:
         try:
             return await self._admit(job)
+        except LockTaken:  # a run of the path is live on another process: the job waits its turn
+            return None
         except Exception:  # it stays waiting: the next decision tries again
             logger.exception("could not admit the %s run of %s on thread %s", job.graph, job.org, job.thread)
             return None
 
     # --- noticing the end of admitted runs --------------------------------------------------------------
 
-    def _watch(self, thread: str, run_id: str) -> None:
+    def _watch(self, thread: str, run_id: str, held: RunLock | None = None) -> None:
         if run_id in _watchers:
+            if held is not None:  # cannot happen for a new run; never keep a second lock
+                held.release()
             return
-        task = asyncio.get_running_loop().create_task(self._await_end(thread, run_id))
+        task = asyncio.get_running_loop().create_task(self._await_end(thread, run_id, held))
         _watchers[run_id] = task
         task.add_done_callback(lambda _: _watchers.pop(run_id, None))
 
-    async def _await_end(self, thread: str, run_id: str) -> None:
-        """Wait until the run has ended, then decide admission again: its slot is free."""
+    async def _await_end(self, thread: str, run_id: str, held: RunLock | None = None) -> None:
+        """Wait until the run has ended, release its run lock, then decide admission again: its slot
+        is free."""
+        try:
+            await self._join(thread, run_id)
+        finally:
+            if held is not None:
+                await asyncio.to_thread(held.release)
+        try:
+            await self.pump()
+        except Exception:  # the sweep tries again
+            logger.exception("admission after the end of run %s failed", run_id)
+
+    async def _join(self, thread: str, run_id: str) -> None:
         from langgraph_sdk.errors import NotFoundError
 
         while True:
@@ -381,10 +460,6 @@ class RunAdmission:
             if run["status"] not in ACTIVE_RUN_STATES:
                 break
             await asyncio.sleep(POLL_S)
-        try:
-            await self.pump()
-        except Exception:  # the sweep tries again
-            logger.exception("admission after the end of run %s failed", run_id)
 
 
 async def sweep_forever(admission: RunAdmission | None = None) -> None:
@@ -398,14 +473,18 @@ async def sweep_forever(admission: RunAdmission | None = None) -> None:
             watch_all = False
         except Exception:
             logger.exception("run admission sweep failed; trying again")
-        await asyncio.sleep(admission.settings.run_admission_sweep_s)
+        period = admission.settings.run_admission_sweep_s
+        if admission.coordination.shared:  # jobs may wait for another process's run lock
+            period = min(period, SHARED_SWEEP_S)
+        await asyncio.sleep(period)
 
 
 @asynccontextmanager
 async def admission_lifespan(app: Any) -> AsyncIterator[None]:
     """The server app's lifespan: the admission sweep runs while the server does."""
     sweep = None
-    if get_settings().run_admission:
+    settings = get_settings()
+    if settings.run_admission or coordination_for(settings).shared:
         sweep = asyncio.get_running_loop().create_task(sweep_forever(), name="librarian-run-admission")
     try:
         yield

@@ -45,3 +45,8 @@ class RunBackend(Protocol):
     async def state(self, org: str, path: str) -> tuple[Any, list[dict[str, Any]]]:
         """The thread's latest snapshot (or None) and its runs, newest first."""
         ...
+
+    async def state_of_epoch(self, org: str, path: str, epoch: int) -> Any:
+        """The thread's latest snapshot written by a run of `epoch` (None if there is none): with
+        replicas, a run superseded before it started may still write its checkpoint last."""
+        ...

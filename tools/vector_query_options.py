@@ -37,7 +37,7 @@ _OVERRIDE_NAMES = {
     "indexname": "index_name",
 }
 _STORE_OPTION_NAMES = {"minscore": "min_score", "alpha": "alpha", "sparsevector": "sparse_vector"}
-_STORE_KINDS = {"LanceVectorIndex": "lancedb", "PineconeVectorIndex": "pinecone"}
+_STORE_KINDS = {"LanceVectorIndex": "lancedb", "PineconeVectorIndex": "pinecone", "PgVectorIndex": "pgvector"}
 
 
 class TenantFilterError(InvalidFilterError):

@@ -11,16 +11,20 @@ A graph build is cancelled by the same flag, read at its stage boundaries (`is_r
 stops before its next stage and ends `cancelled`, never halfway through writing a version.
 
 The registry is per process: the dev server and plain Python run their graphs in the process that
-cancels them. Run ids are UUIDs, so the set only grows by the runs actually cancelled.
+cancels them. Run ids are UUIDs, so the set only grows by the runs actually cancelled. Across
+processes (`LIBRARIAN_POSTGRES_URL`), a run also stops once its path's epoch has moved on (a newer
+upload, a delete or a cancel on any process: `librarian.runs.coordination`), checked under the same
+fence, which is then PostgreSQL's.
 """
 
 from __future__ import annotations
 
 import threading
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
-from weakref import WeakValueDictionary
 
 from librarian.errors import LibrarianError
+from librarian.runs.coordination import Coordination, local_coordination
 
 if TYPE_CHECKING:
     from langgraph.runtime import Runtime
@@ -64,35 +68,20 @@ def is_run_cancelled(runtime: Runtime[Any] | None) -> bool:
     return is_cancelled(run_id_of(runtime))
 
 
-def raise_if_cancelled(runtime: Runtime[Any] | None) -> None:
+def raise_if_cancelled(
+    runtime: Runtime[Any] | None,
+    coordination: Coordination | None = None,
+    org: str = "",
+    path: str = "",
+    epoch: int | None = None,
+) -> None:
+    """Stop the run if it was cancelled here, or superseded anywhere (its path's epoch moved on)."""
     if is_cancelled(run_id_of(runtime)):
         raise IngestCancelledError("the ingest was cancelled")
+    if coordination is not None and coordination.superseded(org, path, epoch):
+        raise IngestCancelledError("the ingest was superseded by a newer upload, a delete or a cancel")
 
 
-class _Fence:
-    """A lock that can be weakly referenced, so fences of idle paths are freed."""
-
-    __slots__ = ("__weakref__", "_lock")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-
-    def __enter__(self) -> _Fence:
-        self._lock.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._lock.release()
-
-
-_fences: WeakValueDictionary[tuple[str, str], _Fence] = WeakValueDictionary()
-
-
-def path_fence(org: str, path: str) -> _Fence:
+def path_fence(org: str, path: str) -> AbstractContextManager[object]:
     """The lock that orders a path's vector writes against its deletes within this process."""
-    with _guard:
-        fence = _fences.get((org, path))
-        if fence is None:
-            fence = _Fence()
-            _fences[(org, path)] = fence
-        return fence
+    return local_coordination().fence(org, path)

@@ -2,7 +2,8 @@
 
 A graph build scheduled by a document change must not race the ingest that triggered it, so its first
 node waits here. Document threads are found by the metadata the document runs stamp on them
-(`organization_id`, `kind: document`).
+(`organization_id`, `kind: document`); across replicas, runs of other processes by the shared lock
+each of them holds (`Coordination.ingests_running`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from librarian.runs.coordination import coordination_for
 from librarian.runs.server_client import sdk_client
+from librarian.settings import get_settings
 
 PAGE = 100
 
@@ -39,9 +42,10 @@ async def wait_for_ingests(
 ) -> bool:
     """Poll until no ingest of `org` is running or queued; False if the deadline passed first."""
     client = sdk_client(client)
+    coordination = coordination_for(get_settings())
     loop = asyncio.get_running_loop()
     deadline = loop.time() + deadline_s
-    while await ingests_active(client, org):
+    while await ingests_active(client, org) or await asyncio.to_thread(coordination.ingests_running, org):
         if loop.time() > deadline:
             return False
         await asyncio.sleep(poll_s)

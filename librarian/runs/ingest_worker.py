@@ -7,15 +7,23 @@ those two steps to `IngestOffload`:
 
 - they run in one worker process started with `nice` (`LIBRARIAN_INGEST_WORKER_NICE`, default 10):
   when a query needs the CPU the kernel gives it the CPU, and the server's GIL stays free for queries;
-- at most `LIBRARIAN_INGEST_CONCURRENCY_PER_ORG` of one organization's steps are submitted at once
-  (the others wait, awaiting rather than holding a thread), so one tenant's many uploads queue
+- at most `LIBRARIAN_INGEST_CONCURRENCY_PER_ORG` of one organization's steps are submitted at once,
+  on all replicas together when they share PostgreSQL (the others wait, awaiting rather than holding
+  a thread), so one tenant's many uploads queue
   behind each other instead of in front of everyone else's. Beyond that share their runs do not
   even reach the server's queue (`services/run_admission.py`), so they do not wait here in the run
   slots other organizations' questions need.
 
+The served graph build (`graph_index`) hands its CPU-bound stages to the same worker and the same
+quota (`graph_stage`): extraction with the local (spaCy) extractor, merge, community detection,
+local summaries and the summary embeddings. A stage is a module-level function of the graphs layer
+passed by reference (pickled by name) and called with the worker's own `Stack`, built from the
+server's settings and opened on the same stores; it writes what it built to the graph store and
+returns a small summary, never the graph itself.
+
 The nodes await these coroutines, so no server thread is blocked while the worker works, and a run
 cancelled while it waits stops at once. Plain Python (CLI, notebooks) does not use this: its graphs
-parse and embed inline, and the machine is the user's.
+parse, embed and build inline, and the machine is the user's.
 
 If the worker dies (killed, out of memory), the pool is rebuilt and the step fails as transient, so
 the node's retry policy runs it again on a fresh worker.
@@ -34,13 +42,14 @@ import asyncio
 import multiprocessing
 import os
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import asynccontextmanager
 from typing import Any
 
 from librarian.errors import TransientProviderError
+from librarian.runs.coordination import coordination_for
 from librarian.runs.orphans import exit_with_parent
 from librarian.settings import Settings
 
@@ -67,6 +76,12 @@ def _embed(texts: list[str]) -> tuple[list[list[float]], list[Any]]:
     return _worker_stack.dense.embed_documents(texts), _worker_stack.sparse.embed_documents(texts)
 
 
+def _graph_stage(stage: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    """One stage of a graph build, `stage(stack, *args)`, on the worker's stack (its own connections
+    to the server's stores). `stage` arrives by reference, so this module imports nothing above it."""
+    return stage(_worker_stack, *args)
+
+
 def _ready() -> int:
     return os.getpid()
 
@@ -75,12 +90,12 @@ def _ready() -> int:
 
 
 class IngestOffload:
-    """Parse and embed in the worker process, at most N steps per organization at once."""
+    """Parse, embed and graph build stages in the worker process, at most N steps per organization at
+    once."""
 
     def __init__(self) -> None:
         self._pool: ProcessPoolExecutor | None = None
         self._pool_guard = threading.Lock()
-        self._slots: dict[str, asyncio.Semaphore] = {}
 
     def _executor(self, settings: Settings) -> ProcessPoolExecutor:
         with self._pool_guard:
@@ -101,10 +116,9 @@ class IngestOffload:
 
     @asynccontextmanager
     async def _slot(self, settings: Settings, org: str) -> AsyncIterator[None]:
-        slot = self._slots.get(org)
-        if slot is None:
-            slot = self._slots.setdefault(org, asyncio.Semaphore(settings.ingest_concurrency_per_org))
-        async with slot:
+        """One of the organization's `LIBRARIAN_INGEST_CONCURRENCY_PER_ORG` slots: in this process,
+        or across every replica with PostgreSQL (`librarian.runs.coordination`)."""
+        async with coordination_for(settings).org_slot(org, settings.ingest_concurrency_per_org):
             yield
 
     async def _call(self, settings: Settings, org: str, fn: Any, *args: Any) -> Any:
@@ -128,6 +142,14 @@ class IngestOffload:
     ) -> tuple[list[list[float]], list[Any]]:
         return await self._call(settings, org, _embed, texts)
 
+    async def graph_stage(self, settings: Settings, org: str, stage: Callable[..., Any], *args: Any) -> Any:
+        """Run `stage(worker_stack, *args)` in the worker, within `org`'s share like parse and embed.
+
+        `stage` must be a module-level function (it is pickled by name) whose arguments and result are
+        small: it reads and writes the stores itself.
+        """
+        return await self._call(settings, org, _graph_stage, stage, args)
+
     def worker_pid(self, settings: Settings) -> int:
         """Start the worker if needed and return its pid (tests and benchmarks look at its priority)."""
         return self._executor(settings).submit(_ready).result()
@@ -144,7 +166,7 @@ _server_guard = threading.Lock()
 
 
 def server_offload() -> IngestOffload | None:
-    """The one offload of this server process, shared by the served ingest and reindex graphs.
+    """The one offload of this server process, shared by the served ingest, reindex and graph build graphs.
 
     None when `LIBRARIAN_INGEST_OFFLOAD=false` (the graphs then parse and embed inline, as before).
     """

@@ -195,7 +195,7 @@ def test_a_build_publishes_into_the_postgres_store(settings):
 
 
 def test_chunks_are_read_back_from_the_index_as_parsed_and_without_loading_the_parser(services, stack):
-    from graphs.graph_index_nodes import document_chunks, indexed_documents
+    from graphs.graph_index_stages import document_chunks, indexed_documents
     from graphs.ingest_nodes import chunk_records
     from librarian.index.base import record_id
     from librarian.parsing.cache import ParseCache

@@ -20,7 +20,7 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graphs.graph_index_nodes import index_chunks, indexed_documents
+from graphs.graph_index_stages import index_chunks, indexed_documents
 from librarian.graph.model import (
     ChunkRef,
     Claim,

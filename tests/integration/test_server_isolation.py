@@ -13,10 +13,12 @@ paths. The detector is shown to fire on Acme's own answer before it is trusted w
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import quote
 
@@ -57,8 +59,12 @@ INJECTION_DOC = (
     b"## Census notes\n\nThe Bluebird census volunteers count nests near the pond.\n"
 )
 B_PATHS = {"docs/beta-notes.md", "docs/injection.md"}
-TALLY: Counter[str] = Counter()
+TALLY: Counter[str] = Counter()  # the attempts on the server under test (one per vector index)
 LEAKS: list[str] = []
+TALLIES: dict[str, Counter[str]] = {}  # vector index -> its finished tally
+# The whole suite runs against a server on each vector index (LIBRARIAN_TEST_ISOLATION_INDEXES
+# narrows it): pgvector's server keeps everything in PostgreSQL (checkpoints, graph, coordination).
+INDEXES = [i for i in os.environ.get("LIBRARIAN_TEST_ISOLATION_INDEXES", "lancedb,pgvector").split(",") if i]
 
 
 # --- the scripted model --------------------------------------------------------------------------
@@ -90,16 +96,39 @@ def wire() -> Iterator[OpenAIWireServer]:
         yield server
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, wire) -> Iterator[DevServer]:
+@contextmanager
+def index_env(kind: str) -> Iterator[dict[str, str]]:
+    """The server's settings for one vector index (pgvector: a fresh database on the test server)."""
+    if kind != "pgvector":
+        yield {}
+        return
+    from tests.pg_embedded import get_server
+
+    pg = get_server()
+    database = pg.create_database()
+    try:
+        yield {"LIBRARIAN_VECTOR_INDEX": "pgvector", "LIBRARIAN_POSTGRES_URL": pg.url(database)}
+    finally:
+        pg.drop_database(database)
+
+
+@pytest.fixture(scope="module", params=INDEXES)
+def server(request, tmp_path_factory, wire) -> Iterator[DevServer]:
+    global TALLY, LEAKS
     if not DOCS.is_dir():
         pytest.skip(f"example documents not found at {DOCS}")
+    TALLY, LEAKS = Counter(), []
     env = {
         "LIBRARIAN_CHAT_MODEL": "openai:gpt-test",
         "LIBRARIAN_CHAT_BASE_URL": wire.base_url,
         "OPENAI_API_KEY": "test",
     }
-    with running_server(tmp_path_factory.mktemp("isoserver"), env) as srv:
+    with (
+        index_env(request.param) as index,
+        running_server(tmp_path_factory.mktemp(f"isoserver-{request.param}"), {**env, **index}) as srv,
+    ):
+        srv.vector_index = request.param  # type: ignore[attr-defined]
+        srv.postgres_url = index.get("LIBRARIAN_POSTGRES_URL")  # type: ignore[attr-defined]
         yield srv
 
 
@@ -744,10 +773,19 @@ def test_admins_erase_a_members_conversations_without_reading_them(server, http,
     assert http.get(f"/orgs/{ORG_A}/documents", headers=bearer(A)).json()["documents"]
 
 
-def test_isolation_summary():
+def test_isolation_summary(server):
     users = sum(n for c, n in TALLY.items() if c.startswith("user/"))
     orgs = sum(TALLY.values()) - users
     print(f"\nisolation attempts: cross-organization {orgs}, cross-user {users}; leaks: {len(LEAKS)}")
-    print(f"by category: {dict(TALLY)}")
+    print(f"vector index: {server.vector_index}; by category: {dict(TALLY)}")
     assert not LEAKS
     assert orgs >= 200 and users >= 300, TALLY
+    for other, tally in TALLIES.items():  # every index faces the same attempts
+        assert tally == TALLY, f"{server.vector_index} differs from {other}"
+    TALLIES[server.vector_index] = Counter(TALLY)
+    if server.postgres_url:  # the server's vectors really are in pgvector, both tenants' of them
+        import psycopg
+
+        with psycopg.connect(server.postgres_url) as conn:
+            rows = conn.execute("SELECT ns, count(*) FROM librarian_chunks GROUP BY ns").fetchall()
+        assert {ns for ns, count in rows if count} == {ORG_A, ORG_B}, rows
