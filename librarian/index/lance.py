@@ -43,8 +43,7 @@ from librarian.index.lance_schema import (
     KNOWN_COLUMNS,
     TABLE_NAME,
     InvalidVectorError,
-    check_dense,
-    check_sparse,
+    check_query,
     records_to_table,
     row_metadata,
     table_schema,
@@ -55,7 +54,6 @@ from librarian.tenancy import validate_organization_id
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-MAX_TOP_K = 10_000
 _IDS_PER_STATEMENT = 500
 _COMMIT_ATTEMPTS = 8
 
@@ -258,13 +256,9 @@ class LanceVectorIndex:
         include_metadata: bool = True,
     ) -> list[QueryMatch]:
         """Exact hybrid scores over the namespace: alpha·dense·q + (1 - alpha)·sparse·q."""
-        namespace = validate_organization_id(namespace)
-        if not 0.0 <= alpha <= 1.0:
-            raise ValueError("alpha must be between 0 and 1")
-        if not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
-            raise ValueError(f"top_k must be an integer from 1 to {MAX_TOP_K}")
-        dense_q = check_dense(vector, self.contract.dimension, "query")
-        sp_idx, sp_val = check_sparse(sparse_vector, "query")
+        namespace, dense_q, sp_idx, sp_val = check_query(
+            namespace, vector, sparse_vector, alpha, top_k, self.contract.dimension
+        )
         canonical = validate_filter(filter)
 
         snapshot = self._snapshot(namespace)

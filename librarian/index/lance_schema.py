@@ -101,6 +101,31 @@ def check_sparse(sparse: SparseVector | None, what: str) -> tuple[list[int], lis
     return indices, values
 
 
+MAX_TOP_K = 10_000
+
+
+def check_query(
+    namespace: str,
+    vector: Any,
+    sparse_vector: SparseVector | None,
+    alpha: float,
+    top_k: int,
+    dimension: int,
+) -> tuple[str, np.ndarray, list[int], list[float]]:
+    """A query's arguments checked the same way by every index that scores exactly (LanceDB,
+    pgvector): the namespace, alpha and top_k, then the dense and sparse vectors."""
+    from librarian.tenancy import validate_organization_id
+
+    namespace = validate_organization_id(namespace)
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError("alpha must be between 0 and 1")
+    if not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+        raise ValueError(f"top_k must be an integer from 1 to {MAX_TOP_K}")
+    dense = check_dense(vector, dimension, "query")
+    indices, values = check_sparse(sparse_vector, "query")
+    return namespace, dense, indices, values
+
+
 def _check_metadata(record_id: str, metadata: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Split metadata into typed-column values and the rest, enforcing Pinecone's flat types."""
     typed: dict[str, Any] = {}

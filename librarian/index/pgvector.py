@@ -32,8 +32,7 @@ from librarian.index.filters import validate_filter
 from librarian.index.lance_schema import (
     KNOWN_COLUMNS,
     InvalidVectorError,
-    check_dense,
-    check_sparse,
+    check_query,
     records_to_table,
     row_metadata,
 )
@@ -48,7 +47,6 @@ from librarian.index.pgvector_sql import (
 )
 from librarian.tenancy import validate_organization_id
 
-MAX_TOP_K = 10_000  # as LanceDB's adapter
 EXACT_LIMIT = 20_000  # rows of one namespace scored exactly (see README "Vector index" for timings)
 CHANNEL_DEPTH = 200  # candidates per channel above EXACT_LIMIT (at least top_k)
 HNSW_MAX_EF_SEARCH = 1_000  # pgvector's upper bound for hnsw.ef_search
@@ -175,13 +173,9 @@ class PgVectorIndex:
         include_metadata: bool = True,
     ) -> list[QueryMatch]:
         """Hybrid scores alpha·dense·q + (1 - alpha)·sparse·q, best first (ties by id)."""
-        namespace = validate_organization_id(namespace)
-        if not 0.0 <= alpha <= 1.0:
-            raise ValueError("alpha must be between 0 and 1")
-        if not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
-            raise ValueError(f"top_k must be an integer from 1 to {MAX_TOP_K}")
-        dense_q = check_dense(vector, self.contract.dimension, "query")
-        sp_idx, sp_val = check_sparse(sparse_vector, "query")
+        namespace, dense_q, sp_idx, sp_val = check_query(
+            namespace, vector, sparse_vector, alpha, top_k, self.contract.dimension
+        )
         where = namespace_where(namespace, filter)
         params: dict[str, Any] = {**where.params, "q": dense_text(dense_q), "a": alpha, "b": 1.0 - alpha}
         params["k"] = top_k

@@ -1,11 +1,12 @@
-"""Cancelled runs (ingests and graph builds), as this process knows them, and the per-path write fence.
+"""Cancelled runs (ingests and graph builds), as this process knows them, and superseded ones.
 
 A cancelled run must leave nothing in the index. Cancelling stops the run between steps (the server
 cancels the run's task; plain Python sets the flag read here), but a node already running in a
 worker thread keeps running until it returns. So the nodes that write vectors ask `raise_if_cancelled`
-right before they write, while holding the path's fence; the follow-up run of a delete, a re-upload
-or a cancel deletes the path's vectors under the same fence. Whatever the cancelled run wrote before
-that delete is deleted; whatever it would write after sees the flag and writes nothing.
+right before they write, while holding the path's fence (`Coordination.fence`); the follow-up run
+of a delete, a re-upload or a cancel deletes the path's vectors under the same fence. Whatever the
+cancelled run wrote before that delete is deleted; whatever it would write after sees the flag and
+writes nothing.
 
 A graph build is cancelled by the same flag, read at its stage boundaries (`is_run_cancelled`): it
 stops before its next stage and ends `cancelled`, never halfway through writing a version.
@@ -20,11 +21,10 @@ fence, which is then PostgreSQL's.
 from __future__ import annotations
 
 import threading
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from librarian.errors import LibrarianError
-from librarian.runs.coordination import Coordination, local_coordination
+from librarian.runs.coordination import Coordination
 
 if TYPE_CHECKING:
     from langgraph.runtime import Runtime
@@ -80,8 +80,3 @@ def raise_if_cancelled(
         raise IngestCancelledError("the ingest was cancelled")
     if coordination is not None and coordination.superseded(org, path, epoch):
         raise IngestCancelledError("the ingest was superseded by a newer upload, a delete or a cancel")
-
-
-def path_fence(org: str, path: str) -> AbstractContextManager[object]:
-    """The lock that orders a path's vector writes against its deletes within this process."""
-    return local_coordination().fence(org, path)

@@ -220,7 +220,3 @@ def coordination_for(settings: Settings) -> Coordination:
 
             found = _shared[url] = PostgresCoordination(url)
         return found
-
-
-def local_coordination() -> InProcessCoordination:
-    return _local
