@@ -47,9 +47,16 @@ def _of_epoch(history: Any, epoch: int) -> Any:
     for count, snapshot in enumerate(history):
         if count >= HISTORY_LIMIT:
             return None
-        if (snapshot.values or {}).get("epoch") == epoch:
+        if _of_run(snapshot, epoch):
             return snapshot
     return None
+
+
+def _of_run(snapshot: Any, epoch: int) -> bool:
+    """Written by a run of `epoch`. An `input` checkpoint holds the values from before its run's
+    input: a superseded run's one carries the newer epoch of the state it started from."""
+    source = (getattr(snapshot, "metadata", None) or {}).get("source")
+    return source != "input" and (snapshot.values or {}).get("epoch") == epoch
 
 
 class LocalRuns:
@@ -282,7 +289,7 @@ class ServerRuns:
         async for snapshot in build_ingest_graph(checkpointer=saver).aget_state_history(
             config, limit=HISTORY_LIMIT
         ):
-            if (snapshot.values or {}).get("epoch") == epoch:
+            if _of_run(snapshot, epoch):
                 return SimpleNamespace(
                     values=snapshot.values, next=snapshot.next, tasks=snapshot.tasks, interrupted=False
                 )
