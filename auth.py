@@ -41,6 +41,8 @@ from librarian.errors import ConfigError, ContractMismatchError
 from librarian.ownership import own_conversations_filter, owned_filter, readable_threads_filter
 from librarian.settings import get_settings
 from librarian.stack import get_stack
+from librarian.tracing import USER_KEY, install_metadata_guard
+from webapi.chat_attachments import receive_chat_attachments
 
 # The server derives a graph's default assistant id like this (langgraph_api.graph.NAMESPACE_GRAPH).
 _NAMESPACE_GRAPH = UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
@@ -68,6 +70,7 @@ def startup_checks() -> TokenVerifier:
 
 
 VERIFIER = startup_checks()
+install_metadata_guard()  # with tracing on, trace metadata carries identifiers only (librarian.tracing)
 auth = Auth()
 
 
@@ -217,7 +220,11 @@ async def on_run_create(ctx: Auth.types.AuthContext, value: Auth.types.on.thread
     """
     _refuse_document_thread_ids(value)
     await _require_runnable(_org(ctx), value.get("assistant_id"))
-    _stamp(ctx, value, kind="chat")
+    # the run's metadata is its trace's root metadata: organization and user, as every run carries
+    _stamp(ctx, value, kind="chat", **{USER_KEY: str(ctx.user.identity)})
+    # files attached to the input go to the library now, so the run (and its checkpoints) keeps
+    # only references to them (webapi/chat_attachments.py)
+    await receive_chat_attachments(ctx.user, value)
     return _own_conversations(ctx)
 
 

@@ -13,10 +13,11 @@ from typing import Any
 from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
 
-from graphs.agent_middleware import VerifyCitations, renumber_citations
+from graphs.agent_middleware import ReceiveAttachments, VerifyCitations, renumber_citations
 from graphs.agent_state import LibrarianAgentState
 from graphs.context import LibrarianContext
 from graphs.extractive import build_extractive_agent
+from librarian.attachments import AttachmentLibrary
 from librarian.chat_model import chat_model_from_settings
 from librarian.stack import Stack, get_stack
 from tools.graph_tools import make_graph_tools
@@ -48,13 +49,20 @@ def build_agent(
     checkpointer: Any = None,
     *,
     graph_routing: bool = True,
+    attachments: AttachmentLibrary | None = None,
 ):
     """The chat-model agent, or (no model) the extractive one. `graph_routing=False` keeps either on
     search (`librarian ask --mode search` has already chosen the path): the chat model then gets only
-    `search_documents`, and a prompt that names no graph tool."""
+    `search_documents`, and a prompt that names no graph tool.
+
+    `attachments` is where files attached to a message go in plain Python
+    (`services.chat_attachments.LocalAttachments`); without it such a file is not stored and the reply
+    says so. On the server they are stored before the run starts (`webapi.chat_attachments`)."""
     model = model or chat_model_from_settings(stack().settings)
     if model is None:
-        return build_extractive_agent(stack, checkpointer, graph_routing=graph_routing)
+        return build_extractive_agent(
+            stack, checkpointer, graph_routing=graph_routing, attachments=attachments
+        )
     tools = [make_search_tool(stack), *(make_graph_tools(stack) if graph_routing else [])]
     return create_agent(
         model,
@@ -62,7 +70,7 @@ def build_agent(
         system_prompt=SYSTEM_PROMPT + (GRAPH_TOOLS_PROMPT if graph_routing else ""),
         state_schema=LibrarianAgentState,
         context_schema=LibrarianContext,
-        middleware=[renumber_citations, VerifyCitations(stack, model)],
+        middleware=[ReceiveAttachments(attachments), renumber_citations, VerifyCitations(stack, model)],
         checkpointer=checkpointer,
         name="agent",
     )

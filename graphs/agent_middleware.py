@@ -4,6 +4,8 @@
   earlier sources; once their sources are merged, the messages are re-rendered with final `[n]`.
 - `VerifyCitations` (`after_agent`): citation records for the final answer
   (`librarian.answers.verify`); unsupported sentences marked or dropped.
+- `ReceiveAttachments` (`before_agent`): files attached to the user's message become references to
+  the library, and the turn ends with a reply saying they are being indexed (`graphs.attachments`).
 """
 
 from __future__ import annotations
@@ -12,16 +14,19 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from langchain.agents.middleware import AgentMiddleware, before_model
+from langchain.agents.middleware import AgentMiddleware, before_model, hook_config
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from graphs.agent_state import LibrarianAgentState
-from graphs.context import LibrarianContext
+from graphs.attachments import is_acknowledgement, receive_attachments
+from graphs.context import LibrarianContext, organization_of
 from librarian.answers.numbering import renumber_search_results
 from librarian.answers.readable import with_readable_sources
 from librarian.answers.verify import judge_for, support_scorer, verify_message
+from librarian.attachments import AttachmentLibrary
 from librarian.stack import Stack
 from tools.graph_tools import RENDERERS as GRAPH_RENDERERS
 
@@ -54,7 +59,7 @@ class VerifyCitations(AgentMiddleware[LibrarianAgentState, LibrarianContext]):
     ) -> dict[str, Any] | None:
         messages = state.get("messages") or []
         final = messages[-1] if messages else None
-        if not isinstance(final, AIMessage) or final.tool_calls:
+        if not isinstance(final, AIMessage) or final.tool_calls or is_acknowledgement(final):
             return {"citations": []}
         current = self._stack()
         replacement, records = verify_message(
@@ -76,3 +81,35 @@ class VerifyCitations(AgentMiddleware[LibrarianAgentState, LibrarianContext]):
     ) -> dict[str, Any] | None:
         # The scorer runs MiniLM (and the judge a sync model call): off the event loop.
         return await asyncio.to_thread(self.after_agent, state, runtime)
+
+
+class ReceiveAttachments(AgentMiddleware[LibrarianAgentState, LibrarianContext]):
+    """`before_agent`: a turn that attached files stores them (or says why not) and ends with a reply
+    that they are being indexed, before the model could answer as if it had read them."""
+
+    state_schema = LibrarianAgentState
+
+    def __init__(self, library: AttachmentLibrary | None = None) -> None:
+        super().__init__()
+        self._library = library
+
+    @property
+    def name(self) -> str:
+        return "receive_attachments"
+
+    @hook_config(can_jump_to=["end"])
+    def before_agent(
+        self, state: LibrarianAgentState, runtime: Runtime[LibrarianContext]
+    ) -> dict[str, Any] | None:
+        messages = state.get("messages") or []
+        if not messages or not isinstance(messages[-1], HumanMessage):
+            return None
+        update = receive_attachments(messages, lambda: organization_of(get_config(), runtime), self._library)
+        return None if update is None else {**update, "jump_to": "end"}
+
+    @hook_config(can_jump_to=["end"])
+    async def abefore_agent(
+        self, state: LibrarianAgentState, runtime: Runtime[LibrarianContext]
+    ) -> dict[str, Any] | None:
+        # Storing a file and decoding base64 block: off the event loop.
+        return await asyncio.to_thread(self.before_agent, state, runtime)

@@ -25,6 +25,9 @@ class LibrarianContext:
     vector_query: dict[str, Any] | None = (
         None  # per-run overrides of the vector query tool (never the namespace)
     )
+    # per-run global search budgets and map concurrency, within the server's limits
+    # (`librarian.graph.query.global_limits`): mapBudget, mapReserve, reduceBudget, reduceReserve, concurrency
+    graph_global: dict[str, Any] | None = None
 
 
 def organization_of(

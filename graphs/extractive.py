@@ -27,9 +27,12 @@ from langgraph.graph.message import push_message
 from langgraph.runtime import get_runtime
 
 from graphs.agent_state import LibrarianAgentState
+from graphs.attachments import attachments_node
 from graphs.context import LibrarianContext, organization_of
 from librarian.answers.extractive import Draft, checked, last_question, search_draft
 from librarian.answers.modes import choose_mode, graph_draft
+from librarian.attachments import AttachmentLibrary
+from librarian.graph.query.global_limits import run_overrides
 from librarian.stack import Stack
 from librarian.sync import run_sync
 
@@ -75,7 +78,11 @@ def final_update(draft: Draft, reply: AIMessage, records: list[Any]) -> dict[str
 
 
 def build_extractive_agent(
-    stack: Callable[[], Stack], checkpointer: Any = None, *, graph_routing: bool = True
+    stack: Callable[[], Stack],
+    checkpointer: Any = None,
+    *,
+    graph_routing: bool = True,
+    attachments: AttachmentLibrary | None = None,
 ):
     """The offline answerer. With `graph_routing`, a question the mode chooser sends to the graph
     (overview/theme/trend: global; named entities: local) is answered from the organization's
@@ -90,7 +97,8 @@ def build_extractive_agent(
         question, known = last_question(messages), state.get("sources") or []
         draft = None
         if graph_routing and choose_mode(question) != "search":  # no event loop for a plain lookup
-            draft = run_sync(graph_draft(current, organization_id, question, known))
+            overrides = run_overrides(config, get_runtime(LibrarianContext).context)
+            draft = run_sync(graph_draft(current, organization_id, question, known, overrides))
         draft = draft or search_draft(current, organization_id, question, known)
         text, records = checked(current, draft, known)
         return final_update(draft, streamed_reply(text, draft), records)
@@ -100,7 +108,10 @@ def build_extractive_agent(
         current = await asyncio.to_thread(stack)  # the first call opens stores: off the event loop
         messages = state.get("messages", [])
         question, known = last_question(messages), state.get("sources") or []
-        draft = await graph_draft(current, organization_id, question, known) if graph_routing else None
+        draft = None
+        if graph_routing:
+            overrides = run_overrides(config, get_runtime(LibrarianContext).context)
+            draft = await graph_draft(current, organization_id, question, known, overrides)
         if draft is None:
             draft = await asyncio.to_thread(search_draft, current, organization_id, question, known)
         text, records = await asyncio.to_thread(checked, current, draft, known)
@@ -111,6 +122,9 @@ def build_extractive_agent(
     node = RunnableLambda(retrieve_and_quote, aretrieve_and_quote, name="retrieve_and_quote")
     builder = StateGraph(LibrarianAgentState, context_schema=LibrarianContext)
     builder.add_node("retrieve_and_quote", node)
-    builder.add_edge(START, "retrieve_and_quote")
+    # a turn that attached files ends with a reply that they are being indexed (graphs.attachments)
+    receive = attachments_node(attachments)
+    builder.add_node("receive_attachments", receive, destinations=("retrieve_and_quote", END))
+    builder.add_edge(START, "receive_attachments")
     builder.add_edge("retrieve_and_quote", END)
     return builder.compile(checkpointer=checkpointer, name="agent")

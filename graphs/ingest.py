@@ -1,9 +1,16 @@
 """The ingest graph: one run per (organization, path), wired exactly as DESIGN §4.
 
     load_file ─(Command)─► parse ─(Command)─► map_chunks ─► delete_vectors ─► plan_batches
-        └──────────(missing/empty)──────────────────────────────┘                │
+        │                    └─(job submitted)─► await_parse ─┘       ▲                │
+        └──────────(missing/empty)────────────────────────────────────┘                │
                                               Send × ceil(n/batch) ─► upsert_batch ─► finalize
                                                           (no chunks / skipped) ───────► finalize
+
+With Reducto in job mode (`LIBRARIAN_REDUCTO_MODE=job`, the default), `parse` submits the document
+and ends, so the job id is in the checkpoint before anything waits; `await_parse` polls it. That node
+has a blocking form (plain Python) and an awaitable one (async runs: the server), so a slow or
+rate-limited parse waits on the event loop without a thread or the ingest worker, and a run resumed
+after a restart polls the same job. The local parser keeps its one synchronous `parse` step.
 
 `graph` (module level) is what `langgraph.json` serves: the server supplies the checkpointer, and
 parse and embed run in the server's low-priority ingest worker (`librarian/runs/ingest_worker.py`). Plain
@@ -12,6 +19,7 @@ Python builds its own with `build_ingest_graph(checkpointer=...)`, which parses 
 
 from __future__ import annotations
 
+from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Checkpointer, RetryPolicy
 
@@ -65,6 +73,15 @@ def build_ingest_graph(
     builder.add_node(
         "parse",
         nodes.aparse if offload else nodes.parse,
+        retry_policy=PROVIDER_RETRY,
+        destinations=("await_parse", "map_chunks", "delete_vectors"),
+    )
+    # Both forms in one node: LangGraph runs `afunc` when the graph runs async (the server, whatever
+    # the offload setting) and `func` for plain Python's synchronous stream.
+    await_parse = RunnableLambda(nodes.await_parse, afunc=nodes.aawait_parse, name="await_parse")
+    builder.add_node(
+        "await_parse",
+        await_parse,
         retry_policy=PROVIDER_RETRY,
         destinations=("map_chunks", "delete_vectors"),
     )

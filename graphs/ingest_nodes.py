@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import io
 import re
+import time
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,16 +18,18 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.runtime import Runtime
+from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import Command, Overwrite, Send
 
 from graphs.context import LibrarianContext, organization_of
-from graphs.ingest_state import ChunkRecord, IngestState, UpsertJob
-from librarian.errors import DocumentError, InvalidPathError
+from graphs.ingest_state import ChunkRecord, IngestState, ParseJobRef, UpsertJob
+from librarian.errors import DocumentError, InvalidPathError, LibrarianError
 from librarian.files.paths import filename_of, validate_document_path
 from librarian.index.base import VectorRecord, record_id
 from librarian.parsing import media
 from librarian.parsing.cache import ParseCache, content_hash
+from librarian.parsing.job_wait import acall_rate_limited, await_job, call_rate_limited, wait_for_job
+from librarian.parsing.jobs import JobPolicy, JobPoll, ParseJobClient, SupportsParseJobs
 from librarian.parsing.media import guess_media_type
 from librarian.parsing.types import Chunk, ParseResult
 from librarian.runs.cancellation import raise_if_cancelled
@@ -155,6 +158,7 @@ def run_reset() -> dict[str, Any]:
         "chunkCount": 0,
         "chunks": [],
         "parseCacheHit": False,
+        "parseJob": None,
         "cleanup": None,
         "startedAt": now(),
     }
@@ -163,6 +167,23 @@ def run_reset() -> dict[str, Any]:
 def _stop(status: str, error: str, reason: str) -> dict[str, Any]:
     """State update for a document that will not be indexed (vectors still get deleted)."""
     return {"status": status, "error": error, "reason": reason, "chunks": []}
+
+
+def job_policy(stack: Stack) -> JobPolicy:
+    s = stack.settings
+    return JobPolicy(
+        poll_interval=s.reducto_poll_interval_s,
+        max_wait=s.reducto_job_max_wait_s,
+        rate_limit_attempts=s.reducto_rate_limit_attempts,
+    )
+
+
+def job_client(stack: Stack) -> ParseJobClient | None:
+    """The parser's job API when it has one and job mode is on (Reducto); None: parse synchronously."""
+    parser = stack.parser
+    if stack.settings.reducto_mode == "job" and isinstance(parser, SupportsParseJobs):
+        return parser.jobs()
+    return None
 
 
 class IngestNodes:
@@ -223,6 +244,9 @@ class IngestNodes:
         job = self._parse_start(state, config, runtime)
         if isinstance(job, Command):
             return job
+        jobs = job_client(self._stack())
+        if jobs is not None:
+            return self._submit(job, jobs, runtime, state.get("epoch"))
         try:
             result = self._stack().parser.parse(job.data, job.filename, job.media_type)
         except DocumentError as exc:
@@ -236,6 +260,9 @@ class IngestNodes:
         job = await asyncio.to_thread(self._parse_start, state, config, runtime)
         if isinstance(job, Command):
             return job
+        jobs = await asyncio.to_thread(job_client, self._stack())  # a first use builds the parser
+        if jobs is not None:
+            return await self._asubmit(job, jobs, runtime, state.get("epoch"))
         assert self._offload is not None
         try:
             result = await self._offload.parse(
@@ -273,6 +300,115 @@ class IngestNodes:
         base = job.base
         ParseCache(self._stack().files).put(job.org, job.path, base["contentHash"], base["parser"], result)
         return Command(goto="map_chunks", update={**base, "parseCacheHit": False})
+
+    # --- parse as a job: submit in `parse`, wait in `await_parse` ---------------------------------
+    def _submit(
+        self, job: _ParseJob, jobs: ParseJobClient, runtime: Runtime[LibrarianContext], epoch: int | None
+    ) -> Command:
+        """Submit the parse and end the step: the checkpoint then holds the job id before any wait."""
+        coordination = coordination_for(self._stack().settings)
+
+        def check() -> None:
+            raise_if_cancelled(runtime, coordination, job.org, job.path, epoch)
+
+        def submit() -> str:
+            return jobs.submit(job.data, job.filename, job.media_type)
+
+        try:
+            job_id = call_rate_limited("the parse submission", submit, job_policy(self._stack()), check)
+        except DocumentError as exc:
+            return job.failed(exc)
+        return self._submitted(job, job_id)
+
+    async def _asubmit(
+        self, job: _ParseJob, jobs: ParseJobClient, runtime: Runtime[LibrarianContext], epoch: int | None
+    ) -> Command:
+        coordination = coordination_for(self._stack().settings)
+
+        async def check() -> None:
+            await asyncio.to_thread(raise_if_cancelled, runtime, coordination, job.org, job.path, epoch)
+
+        async def submit() -> str:
+            return await jobs.asubmit(job.data, job.filename, job.media_type)
+
+        try:
+            job_id = await acall_rate_limited(
+                "the parse submission", submit, job_policy(self._stack()), check
+            )
+        except DocumentError as exc:
+            return job.failed(exc)
+        return self._submitted(job, job_id)
+
+    @staticmethod
+    def _submitted(job: _ParseJob, job_id: str) -> Command:
+        ref = ParseJobRef(jobId=job_id, submittedAt=time.time())
+        return Command(goto="await_parse", update={**job.base, "parseJob": ref})
+
+    def await_parse(self, state: IngestState, config: RunnableConfig) -> Command:
+        """Poll the checkpointed job until it is done; plain Python's blocking form (its own thread).
+
+        A resumed run starts here with the job id of its checkpoint, so the document is never
+        submitted twice. The run's `Runtime` comes from `get_runtime` because this node is a
+        `RunnableLambda` with both forms (see `build_ingest_graph`).
+        """
+        runtime = get_runtime(LibrarianContext)
+        org, path, ref, jobs = self._pending_job(state, config, runtime)
+        coordination = coordination_for(self._stack().settings)
+
+        def check() -> None:
+            raise_if_cancelled(runtime, coordination, org, path, state.get("epoch"))
+
+        def poll() -> JobPoll:
+            return jobs.poll(ref["jobId"], state["filename"])
+
+        try:
+            result = wait_for_job(poll, job_policy(self._stack()), check, ref["submittedAt"])
+        except DocumentError as exc:
+            return self._job_failed(exc)
+        return self._job_done(org, state, result)
+
+    async def aawait_parse(self, state: IngestState, config: RunnableConfig) -> Command:
+        """`await_parse` for async runs (the server): it awaits between polls and holds no thread, no
+        ingest worker and no organization slot, and cancelling the run's task stops it at once."""
+        runtime = get_runtime(LibrarianContext)
+        org, path, ref, jobs = await asyncio.to_thread(self._pending_job, state, config, runtime)
+        coordination = coordination_for(self._stack().settings)
+
+        async def check() -> None:
+            await asyncio.to_thread(raise_if_cancelled, runtime, coordination, org, path, state.get("epoch"))
+
+        async def poll() -> JobPoll:
+            return await jobs.apoll(ref["jobId"], state["filename"])
+
+        try:
+            result = await await_job(poll, job_policy(self._stack()), check, ref["submittedAt"])
+        except DocumentError as exc:
+            return self._job_failed(exc)
+        return await asyncio.to_thread(self._job_done, org, state, result)
+
+    def _pending_job(
+        self, state: IngestState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
+    ) -> tuple[str, str, ParseJobRef, ParseJobClient]:
+        org = organization_of(config, runtime)
+        ref = state.get("parseJob")
+        jobs = job_client(self._stack())
+        if not ref or jobs is None:
+            raise LibrarianError(
+                "a parse job is pending but the configured parser has no job API "
+                "(LIBRARIAN_PARSER or LIBRARIAN_REDUCTO_MODE changed); upload the document again"
+            )
+        return org, state["path"], ref, jobs
+
+    @staticmethod
+    def _job_failed(exc: DocumentError) -> Command:
+        return Command(
+            goto="delete_vectors", update={**_stop(exc.status, exc.code, str(exc)), "parseJob": None}
+        )
+
+    def _job_done(self, org: str, state: IngestState, result: ParseResult) -> Command:
+        cache = ParseCache(self._stack().files)
+        cache.put(org, state["path"], state["contentHash"], state["parser"], result)
+        return Command(goto="map_chunks", update={"parseCacheHit": False, "parseJob": None})
 
     # --- map_chunks ------------------------------------------------------------------------------
     def map_chunks(

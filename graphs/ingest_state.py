@@ -24,6 +24,17 @@ class ChunkRecord(TypedDict):
     bbox: dict[str, float] | None  # {left, top, width, height} on `page`
 
 
+class ParseJobRef(TypedDict):
+    """A parse job submitted to the provider and not yet collected (Reducto's job API).
+
+    Checkpointed by `parse` before `await_parse` starts waiting, so a run resumed after a restart
+    polls this job instead of submitting (and paying for) the document again.
+    """
+
+    jobId: str
+    submittedAt: float  # epoch seconds; the maximum wait counts from here, across restarts
+
+
 class IngestInput(TypedDict):
     """What a caller provides. The organization is not here: it comes from trusted run context."""
 
@@ -48,6 +59,7 @@ class IngestState(TypedDict, total=False):
     contentHash: str
     parser: str
     parseCacheHit: bool
+    parseJob: ParseJobRef | None  # set while a parse job is pending
     chunks: list[ChunkRecord]
     indexedCount: Annotated[int, operator.add]
     status: Status

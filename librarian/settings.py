@@ -62,7 +62,7 @@ class Settings(BaseSettings):
     vector_index: Literal["lancedb", "pinecone", "pgvector"] = "lancedb"
     # "none" by default: the local reranker added +0.006/+0.005/-0.000 nDCG@10 out of sample for
     # 1-2 s a query (README "Retrieval quality"); it stays available as "local".
-    reranker: Literal["none", "local", "pinecone", "llm", "cross-encoder"] = "none"
+    reranker: Literal["none", "local", "pinecone", "llm", "cross-encoder", "cohere"] = "none"
 
     # --- files
     s3_bucket: str | None = None
@@ -78,6 +78,12 @@ class Settings(BaseSettings):
         default=None, validation_alias=AliasChoices("REDUCTO_API_KEY", "LIBRARIAN_REDUCTO_API_KEY")
     )
     reducto_base_url: str | None = None
+    # Ingest runs parse with Reducto's job API (submit, checkpoint the job id, poll without holding a
+    # worker; librarian/parsing/reducto_jobs.py) or with the blocking `/parse` ("sync").
+    reducto_mode: Literal["job", "sync"] = "job"
+    reducto_poll_interval_s: float = Field(default=2.0, gt=0)  # between polls of a pending job
+    reducto_job_max_wait_s: float = Field(default=3600.0, gt=0)  # from submission; then `parse_timeout`
+    reducto_rate_limit_attempts: int = Field(default=5, ge=1)  # per request answered 429; then `rate_limited`
 
     # --- embeddings
     embed_batch_size: int = 8  # MiniLM: same speed as 32 here at a third of the peak memory
@@ -90,11 +96,20 @@ class Settings(BaseSettings):
 
     # --- index
     upsert_batch_size: int = 100
+    # Pinecone refuses an upsert request over 2 MB: batches are also cut at this many encoded bytes
+    pinecone_upsert_max_bytes: int = Field(default=1_900_000, gt=0, le=2_000_000)
+    # Dense and sparse scores of each Pinecone match (it returns only the fused one): one dense-only
+    # query in parallel with each search, which about doubles its read units; false leaves them None
+    pinecone_score_breakdown: bool = True
     pinecone_api_key: str | None = Field(
         default=None, validation_alias=AliasChoices("PINECONE_API_KEY", "LIBRARIAN_PINECONE_API_KEY")
     )
     pinecone_host: str | None = None
-    pinecone_index_name: str = "document-chunks"
+    # Pinecone's index-name rule: 1-45 characters, lowercase letters, digits and hyphens, starting and
+    # ending with a letter or digit (checked here, so a bad name fails at start-up, not at first use).
+    pinecone_index_name: str = Field(
+        default="document-chunks", pattern=r"^[a-z0-9](?:[a-z0-9-]{0,43}[a-z0-9])?$"
+    )
     pinecone_cloud: str = "aws"
     pinecone_region: str = "us-east-1"
     lance_compact_every: int = 50
@@ -135,6 +150,27 @@ class Settings(BaseSettings):
     top_k: int = 8
     score_floor: float | None = None
     rerank_model_path: Path | None = None
+    # Vector query tool (docs/python.md): more stores a run may pick by name, `name=kind:location`
+    # comma-separated (kind lancedb: a directory, relative to data_dir; pgvector: a table in
+    # postgres_url's database; pinecone: an index name); the configured index is always `default`.
+    vector_stores: str = ""
+    # What one run may choose instead of the configured dense embedder / reranker (comma-separated
+    # names of LIBRARIAN_DENSE_EMBEDDER / LIBRARIAN_RERANKER values), and its largest top_k.
+    vector_query_embedders: str = ""
+    vector_query_rerankers: str = "none"
+    vector_query_max_top_k: int = Field(default=100, ge=1)
+    # Cohere Rerank (LIBRARIAN_RERANKER=cohere) as the semantic part of Mastra's weighted rerank
+    # (librarian/retrieval/cohere_scorer.py). Key and base URL also under the SDK's own names.
+    cohere_api_key: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("COHERE_API_KEY", "CO_API_KEY", "LIBRARIAN_COHERE_API_KEY"),
+    )
+    cohere_base_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("COHERE_BASE_URL", "CO_API_URL", "LIBRARIAN_COHERE_BASE_URL"),
+    )
+    cohere_rerank_model: str = "rerank-v3.5"
+    cohere_timeout_s: float = Field(default=30.0, gt=0)  # per request; the SDK retries 429/5xx twice
 
     # --- GraphRAG build (DESIGN §10): offline defaults; `llm` uses LIBRARIAN_CHAT_MODEL
     graph_extractor: Literal["local", "llm"] = "local"
@@ -146,6 +182,11 @@ class Settings(BaseSettings):
     # false: uploads and deletes no longer schedule a server rebuild (POST /orgs/{org}/graph and
     # `librarian graph build` still build); for bulk loads, where one build at the end is enough
     graph_auto_build: bool = True
+    # Global search: the most a run may ask for (context `graph_global`, `librarian ask --map-budget`);
+    # a larger value is refused, naming the option and this limit
+    graph_global_max_map_budget: int = Field(default=32000, ge=1000)  # tokens per map prompt
+    graph_global_max_reduce_budget: int = Field(default=32000, ge=1000)  # tokens of the reduce prompt
+    graph_global_max_concurrency: int = Field(default=8, ge=1)  # map calls in flight per question
 
     # --- chat model
     chat_model: str | None = None
@@ -205,6 +246,10 @@ class Settings(BaseSettings):
         for choice, name in ((self.graph_extractor, "EXTRACTOR"), (self.graph_summarizer, "SUMMARIZER")):
             if choice == "llm" and not self.chat_model:
                 raise ConfigError(f"LIBRARIAN_CHAT_MODEL is not set, but LIBRARIAN_GRAPH_{name}=llm needs it")
+        if self.reranker == "cohere" and not self.cohere_api_key:
+            raise ConfigError(
+                "COHERE_API_KEY (or CO_API_KEY) is not set, but LIBRARIAN_RERANKER=cohere needs it"
+            )
         if self.reranker == "llm" and not self.chat_model:
             raise ConfigError("LIBRARIAN_CHAT_MODEL is not set, but LIBRARIAN_RERANKER=llm needs it")
         if self.support_judge == "llm" and not self.chat_model:

@@ -128,6 +128,8 @@ class Stack:
                 cloud=s.pinecone_cloud,
                 region=s.pinecone_region,
                 batch_size=s.upsert_batch_size,
+                max_request_bytes=s.pinecone_upsert_max_bytes,
+                score_breakdown=s.pinecone_score_breakdown,
             )
         if s.vector_index == "pgvector":
             from librarian.index.pgvector import PgVectorIndex

@@ -27,9 +27,30 @@ def add_ask_command(subparsers: Any) -> argparse.ArgumentParser:
         default="auto",
         help="search: the agent; local/global: GraphRAG; auto (default): chosen from the question",
     )
+    budgets = ask.add_argument_group(
+        "global search (--mode global)",
+        "per-question budgets and map concurrency, within the server's LIBRARIAN_GRAPH_GLOBAL_MAX_* limits",
+    )
+    for flag, key, what in GLOBAL_FLAGS:
+        budgets.add_argument(flag, dest=key, type=int, metavar="N", help=what)
     add_org_argument(ask)
     add_json_argument(ask)
     return ask
+
+
+GLOBAL_FLAGS = (
+    ("--map-budget", "mapBudget", "tokens of one map prompt (default 8000)"),
+    ("--map-reserve", "mapReserve", "of those, kept for the map's output (default 512)"),
+    ("--reduce-budget", "reduceBudget", "tokens of the reduce prompt (default 8000)"),
+    ("--reduce-reserve", "reduceReserve", "of those, kept for the reduce's output (default 1024)"),
+    ("--map-concurrency", "concurrency", "map calls in flight at once (default 4)"),
+)
+
+
+def global_overrides(args: argparse.Namespace) -> dict[str, int] | None:
+    """The global search options given on the command line, under graphrag-ts's names."""
+    given = {key: getattr(args, key) for _, key, _ in GLOBAL_FLAGS if getattr(args, key, None) is not None}
+    return given or None
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
@@ -41,7 +62,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     require_documents(stack, args.org)
     from services.ask import answer_with_mode
 
-    result = asyncio.run(answer_with_mode(stack, args.org, args.query, args.mode))
+    overrides = global_overrides(args)
+    result = asyncio.run(answer_with_mode(stack, args.org, args.query, args.mode, global_overrides=overrides))
     records = result["details"].get("citations") or []
     citations = cited_sources(result["answer"], result["sources"])
     if args.json:

@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 import logging
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 
+from librarian import tracing
 from librarian.errors import LibrarianError
 from librarian_cli.ask import add_ask_command, cmd_ask
 from librarian_cli.common import EXIT_ERROR, CliError, console, err_console
@@ -90,12 +92,27 @@ def check_args(args: argparse.Namespace) -> None:
         check_ingest_args(args)
 
 
+TRACED_AS_ONE_RUN = ("search", "ask")  # one root run named after the command, the query as input
+
+
+def command_trace(args: argparse.Namespace) -> AbstractContextManager[None]:
+    """With tracing on, the command's runs carry its organization (`librarian.tracing`); `search` and
+    `ask` become one root run each, so a question's retrieval and answer are one trace."""
+    org = getattr(args, "org", None)
+    if org is None:
+        return nullcontext()
+    if args.command in TRACED_AS_ONE_RUN:
+        return tracing.trace_scope(org, name=f"librarian {args.command}", inputs={"query": args.query})
+    return tracing.trace_scope(org)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
     try:
         check_args(args)
-        return COMMANDS[args.command](args)
+        with command_trace(args):
+            return COMMANDS[args.command](args)
     except LibrarianError as exc:
         from rich.markup import escape
 
@@ -104,3 +121,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         err_console().print("interrupted")
         return EXIT_INTERRUPTED
+    finally:
+        if tracing.tracing_enabled():
+            tracing.flush()  # the process ends here: send the finished runs first

@@ -57,7 +57,9 @@ def print_sources_table(sources: Sequence[dict[str, Any]], title: str = "Sources
     table = Table(title=title)
     table.add_column("#", no_wrap=True)
     table.add_column("file", overflow="fold")
-    for column in ("page", "score", "dense", "sparse", "fused", "rerank"):
+    semantic = any("semantic" in s["scores"] for s in sources)  # Mastra's weighted rerank only
+    columns = ("page", "score", "dense", "sparse", "fused", "rerank") + (("semantic",) if semantic else ())
+    for column in columns:
         table.add_column(column, no_wrap=True, justify="right")
     for n, s in enumerate(sources, start=1):
         scores = s["scores"]
@@ -70,6 +72,7 @@ def print_sources_table(sources: Sequence[dict[str, Any]], title: str = "Sources
             _number(scores["sparse"]),
             _number(scores["fused"]),
             _number(scores["rerank"]),
+            *((_number(scores.get("semantic")),) if semantic else ()),
         )
     console().print(table)
     for n, s in enumerate(sources, start=1):

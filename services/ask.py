@@ -1,27 +1,46 @@
 """`librarian ask --mode`: choose (or take) a retrieval path, retrieve, answer, with sources.
 
 Above the graphs because the search path runs the agent graph itself (with graph routing off: the
-path is already chosen); the graph paths run the engines of `librarian.graph.query.runs` and shape
-their answers with `librarian.answers.modes`.
+path is already chosen); the graph paths run the engines of `librarian.graph.query.runs`, shape
+their answers with `librarian.answers.modes` and check their citations with
+`librarian.answers.checked` (the agent checks its own).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.messages import HumanMessage
 
 from graphs.agent import build_agent
-from librarian.answers.modes import ModeAnswer, cite_communities, has_graph, local_answer, resolve_mode
+from librarian.answers.checked import check_draft
+from librarian.answers.extractive import Draft
+from librarian.answers.modes import ModeAnswer, global_answer, has_graph, local_answer, resolve_mode
 from librarian.chat_model import chat_model_from_settings
+from librarian.graph.query.global_limits import global_options
 from librarian.graph.query.runs import NO_GRAPH, run_global, run_local
 
 
 async def answer_with_mode(
-    stack: Any, organization_id: str, question: str, mode: str = "auto", *, model: Any | None = None
+    stack: Any,
+    organization_id: str,
+    question: str,
+    mode: str = "auto",
+    *,
+    model: Any | None = None,
+    global_overrides: Mapping[str, Any] | None = None,
 ) -> ModeAnswer:
-    """`librarian ask --mode`: choose (or take) the path, retrieve, answer, with sources."""
+    """`librarian ask --mode`: choose (or take) the path, retrieve, answer, with sources.
+
+    Every path's answer is checked the same way (`details["citations"]`, unsupported sentences marked
+    or dropped): search by the agent's own check, the graph paths by `check_draft`.
+    `global_overrides` (mapBudget, mapReserve, reduceBudget, reduceReserve, concurrency) tune the
+    global path within the server's limits (`librarian.graph.query.global_limits`); they are checked
+    before anything runs, so a mistake costs no retrieval.
+    """
     chosen, chosen_by = resolve_mode(question, mode)
+    options = global_options(global_overrides, stack.settings, where="global search options")
     model = model if model is not None else chat_model_from_settings(stack.settings)
     if chosen != "search" and chosen_by == "auto" and not await has_graph(stack, organization_id):
         chosen, chosen_by = "search", "auto (no knowledge graph yet)"
@@ -43,9 +62,10 @@ async def answer_with_mode(
     if chosen == "local":
         result = await run_local(stack, organization_id, question, model=model)
         if result["status"] == "no_graph":
-            answer = NO_GRAPH
+            draft = Draft(NO_GRAPH, [], mode="local")
         else:
-            answer = await local_answer(stack, question, result, model)
+            draft = await local_answer(stack, question, result, model)
+        answer, citations = await check_draft(stack, draft, model)
         details = {k: result[k] for k in ("parsed", "matchedEntities", "bridgeEntities", "communities")}
         return ModeAnswer(
             mode=chosen,
@@ -53,10 +73,10 @@ async def answer_with_mode(
             answer=answer,
             status=result["status"],
             sources=list(result["sources"]),
-            details=details,
+            details={**details, "citations": citations},
         )
-    result = await run_global(stack, organization_id, question, model=model)
-    answer = cite_communities(result["answer"], result["sources"], result.get("sourceCommunities") or {})
+    result = await run_global(stack, organization_id, question, model=model, options=options)
+    answer, citations = await check_draft(stack, global_answer(result), model)
     details = {k: result[k] for k in result if k not in ("answer", "sources", "status")}
     return ModeAnswer(
         mode=chosen,
@@ -64,5 +84,5 @@ async def answer_with_mode(
         answer=answer,
         status=result["status"],
         sources=list(result["sources"]),
-        details=details,
+        details={**details, "citations": citations},
     )

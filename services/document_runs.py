@@ -30,6 +30,7 @@ from librarian.runs.coordination import coordination_for
 from librarian.runs.server_client import sdk_client, thread_runs
 from librarian.runs.threads import server_thread_id, thread_id
 from librarian.stack import Stack
+from librarian.tracing import install_metadata_guard, traced_config
 from services.run_admission import RANK_DOCUMENT, RANK_FOLLOW_UP, Job, RunAdmission
 from services.run_backend import ACTIVE_RUN_STATES, RunRef
 
@@ -103,7 +104,7 @@ class LocalRuns:
             self._active.setdefault(key, set()).add(run_id)
         on_update = _observer.get()
         try:
-            await asyncio.to_thread(self._run, compiled, run_input, org, path, run_id, on_update)
+            await asyncio.to_thread(self._run, compiled, run_input, org, path, run_id, on_update, owner)
         finally:
             with self._guard:
                 self._active.get(key, set()).discard(run_id)
@@ -119,17 +120,30 @@ class LocalRuns:
             if self.ingest_graph.get_state(config).next:
                 self._stream(self.ingest_graph, None, org, path, str(uuid.uuid4()), None)
 
-    def _run(self, graph: Any, run_input: Any, org: str, path: str, run_id: str, on_update: Any) -> None:
+    def _run(
+        self, graph: Any, run_input: Any, org: str, path: str, run_id: str, on_update: Any, owner: str | None
+    ) -> None:
         coordination = coordination_for(self.stack.settings)
         with self._locks.hold(thread_id(org, path)), coordination.run_lock(org, path):
             if cancellation.is_cancelled(run_id):
                 return  # cancelled while it waited for the path: it never started
             if coordination.superseded(org, path, run_input.get("epoch")):
                 return  # a newer upload, delete or cancel came while it waited: its run is next
-            self._stream(graph, run_input, org, path, run_id, on_update)
+            self._stream(graph, run_input, org, path, run_id, on_update, owner)
 
-    def _stream(self, graph: Any, run_input: Any, org: str, path: str, run_id: str, on_update: Any) -> None:
+    def _stream(
+        self,
+        graph: Any,
+        run_input: Any,
+        org: str,
+        path: str,
+        run_id: str,
+        on_update: Any,
+        owner: str | None = None,
+    ) -> None:
+        install_metadata_guard()  # traces (if on) carry identifiers only in their metadata
         config = {"run_id": uuid.UUID(run_id), "configurable": {"thread_id": thread_id(org, path)}}
+        config = traced_config(config, org, owner)  # whose run it is, for the trace
         try:
             for update in graph.stream(
                 run_input, config, context={"organization_id": org}, stream_mode="updates"

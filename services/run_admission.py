@@ -58,6 +58,7 @@ from typing import Any, Protocol
 from librarian.runs.coordination import Coordination, RunLock, coordination_for
 from librarian.runs.server_client import sdk_client, thread_runs
 from librarian.settings import Settings, get_settings
+from librarian.tracing import run_metadata
 from services.run_backend import ACTIVE_RUN_STATES
 
 logger = logging.getLogger(__name__)
@@ -398,7 +399,7 @@ class RunAdmission:
             input=job.input,
             context={"organization_id": job.org},
             metadata={
-                "organization_id": job.org,
+                **run_metadata(job.org, job.owner or None),  # the trace's organization and user
                 "owner": job.owner,
                 "job_id": job.job_id,
                 "kind": job.kind,

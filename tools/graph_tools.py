@@ -6,6 +6,14 @@ level): the organization comes from trusted run configuration through the inject
 (`librarian.tenancy.resolve_organization`), never from an argument. Both tools are coroutines, so
 cancelling the run (server) or the task (notebook) cancels the retrieval: no further stage, model
 call or map worker starts.
+
+A run may set global search's token budgets and map concurrency (never the organization) under
+`graph_global` in its context or `configurable`, within the server's limits
+(`librarian.graph.query.global_limits`): a value over a limit fails the call with an error naming the
+option and the limit. Sources carry their graph channel scores (`scores["graph"]`) and global ones
+the community texts their citations are checked against (`support`); the agent's final answer is
+checked by its `VerifyCitations` middleware over the same sources, so a graph route is verified
+like a search one.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ from langgraph.types import Command
 from pydantic import BaseModel, Field
 
 from librarian.answers.numbering import Renderer, number_sources
-from librarian.graph.query.global_search import GlobalOptions
+from librarian.graph.query.global_limits import global_options, run_overrides
 from librarian.graph.query.runs import NO_GRAPH, chat_model, run_global, run_local
 from librarian.retrieval.excerpts import numbered_excerpts
 from librarian.retrieval.search import Source
@@ -130,9 +138,9 @@ def make_graph_tools(stack: Callable[[], Stack] = get_stack) -> list[BaseTool]:
     ) -> Command | dict[str, Any]:
         organization_id, trusted = _organization(config, runtime)
         current = stack()
-        result = await run_global(
-            current, organization_id, query, model=chat_model(current), options=GlobalOptions(level=level)
-        )
+        overrides = run_overrides(config, trusted.context if trusted is not None else None)
+        options = global_options(overrides, current.settings, level=level)
+        result = await run_global(current, organization_id, query, model=chat_model(current), options=options)
         if trusted is None:
             return result
         numbered = number_sources(_known(trusted), result["sources"])

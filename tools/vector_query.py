@@ -8,10 +8,14 @@ filter that mentions a tenant key is refused before anything is embedded or quer
 
 Everything else follows Mastra: `query_text` / `top_k` / optional `filter` for the model, a reranker
 given as an object or `{"scorer" | "model", "options": {"weights", "top_k"}}`, per-store
-`database_config`, `include_vectors` / `include_sources`, a store instance or a resolver, and
-per-run overrides (Mastra's request context) under `vector_query` in the run's context or
-`configurable`. It returns `{relevantContext, sources}` with Mastra's `QueryResult` shape
-(`librarian.retrieval.query_results`).
+`database_config` (pinecone, pgvector, lancedb, and chroma / turbopuffer mapped onto the store in
+use: `librarian.vector_query.database_config`), `provider_options`, `include_vectors` /
+`include_sources`, a store instance, a resolver, or a server-configured store by name
+(`vector_store_name`, `librarian.vector_query.named_stores`), and per-run overrides (Mastra's
+request context) under `vector_query` in the run's context or `configurable`, where a run may also
+pick the embedder, reranker and top_k within the server's limits
+(`librarian.vector_query.run_choices`). It returns `{relevantContext, sources}` with Mastra's
+`QueryResult` shape (`librarian.retrieval.query_results`).
 
 Retrieval itself is `librarian.retrieval.search.retrieve`, the pipeline `search_documents` runs: for the same
 query and settings both tools return the same sources (tests/integration/test_retrieval_core.py).
@@ -38,15 +42,26 @@ from librarian.retrieval.reranker import Reranker
 from librarian.retrieval.search import QueryChannels, SearchOptions, retrieve
 from librarian.stack import Stack, get_stack
 from librarian.tenancy import organization_of
+from librarian.vector_query.named_stores import named_store
+from librarian.vector_query.run_choices import (
+    check_provider_options,
+    check_top_k_limit,
+    dense_for_run,
+    parse_provider_options,
+    reranker_for_run,
+)
 from tools.vector_query_options import (
     QuerySettings,
     StoreOptions,
     TenantFilterError,
+    UnknownVectorStoreError,
+    VectorQueryOptionError,
     apply_overrides,
     build_reranker,
     check_query_filter,
     check_top_k,
     is_tenant_key,
+    options_for,
     parse_database_config,
     run_overrides,
     store_kind,
@@ -54,6 +69,8 @@ from tools.vector_query_options import (
 
 __all__ = [
     "TenantFilterError",
+    "UnknownVectorStoreError",
+    "VectorQueryOptionError",
     "VectorStoreRequest",
     "check_query_filter",
     "create_vector_query_tool",
@@ -82,6 +99,7 @@ class VectorStoreRequest:
     index_name: str | None
     config: Mapping[str, Any]
     context: Any
+    store_name: str | None = None  # a run's (or the creator's) vectorStoreName, for the resolver to map
 
 
 VectorStoreResolver = Callable[[VectorStoreRequest], VectorIndex]
@@ -161,35 +179,59 @@ class VectorQuery:
         settings = apply_overrides(self.base, overrides)
         model_filter = self.model_filter(filter)
         current = self.stack()
+        k = self.top_k(current, settings, overrides, top_k)
         index = self.resolve_store(
-            current, VectorStoreRequest(organization_id, settings.index_name, config or {}, context)
+            current,
+            VectorStoreRequest(
+                organization_id, settings.index_name, config or {}, context, settings.store_name
+            ),
         )
-        options = settings.database_config.get(store_kind(index), StoreOptions())
+        kind = store_kind(index)
+        options = options_for(kind, settings.database_config)
+        if options.ef_search is not None and kind == "pgvector":
+            index = index.with_ef_search(options.ef_search)  # type: ignore[attr-defined]
         alpha = current.settings.alpha if options.alpha is None else float(options.alpha)
-        channels = self.channels(current, index, options, alpha)
+        dense = dense_for_run(current, settings.model) if settings.model else (self.model or current.dense)
+        check_provider_options(settings.provider_options, dense)
+        channels = self.channels(current, index, dense, options, alpha)
+        reranker, rerank_top_k = self.reranker, self.rerank_top_k
+        if settings.reranker is not None:
+            reranker, rerank_top_k = reranker_for_run(current, settings.reranker), None
         if not query_text.strip():
             return query_tool_result([], settings.include_sources)
-        k = settings.top_k if "top_k" in overrides else (top_k or settings.top_k)  # Mastra's precedence
         search_options = SearchOptions(
             top_k=k,
             alpha=alpha,
             candidates=current.settings.candidates,
-            filter=_and(settings.filter, model_filter) or None,
+            filter=_and(settings.filter, options.filter or {}, model_filter) or None,
             min_score=options.min_score,
             include_values=settings.include_vectors,
             require_text=False,  # Mastra returns every match; a record without text has document ""
         )
         ranked = retrieve(
-            current,
-            organization_id,
-            query_text,
-            search_options,
-            self.reranker,
-            channels,
-            self.rerank_top_k or k,
+            current, organization_id, query_text, search_options, reranker, channels, rerank_top_k or k
         )
         results = [query_result(item, settings.include_vectors) for item in ranked]
         return query_tool_result(results, settings.include_sources)
+
+    @staticmethod
+    def top_k(
+        current: Stack, settings: QuerySettings, overrides: Mapping[str, Any], asked: int | None
+    ) -> int:
+        """Mastra's precedence (run override, then the model's, then the creator's), within the cap.
+
+        Too many from the model goes back to it as a ToolException to fix, and from a run's
+        override it is refused; the creator's default (trusted code, Mastra's 10) is capped, so a
+        lower server limit does not break every tool built with defaults.
+        """
+        if "top_k" in overrides:
+            return check_top_k_limit(current, settings.top_k, "run override top_k")
+        if asked is None:
+            return min(settings.top_k, current.settings.vector_query_max_top_k)
+        try:
+            return check_top_k_limit(current, asked, "top_k")
+        except VectorQueryOptionError as exc:
+            raise ToolException(str(exc)) from exc
 
     def model_filter(self, raw: dict[str, Any] | str | None) -> dict[str, Any]:
         """The model's filter, checked; a bad one goes back to the model as a ToolException to fix."""
@@ -201,21 +243,31 @@ class VectorQuery:
             raise ToolException(str(exc)) from exc
 
     def resolve_store(self, current: Stack, request: VectorStoreRequest) -> VectorIndex:
-        """The configured store, the resolver's choice, or the stack's index (the default)."""
-        if self.vector_store is None or self.store_is_instance:
-            if request.index_name != self.base.index_name:
-                raise ValueError("index_name can be changed per run only with a vector_store resolver")
-            return self.vector_store if self.store_is_instance else current.index  # type: ignore[return-value]
-        store = self.vector_store(request)  # type: ignore[operator]
-        if not callable(getattr(store, "query", None)):
-            raise TypeError("the vector_store resolver must return a VectorIndex")
-        return store
+        """The resolver's choice, the creator's store, a server-configured store by name, or the index."""
+        if self.vector_store is not None and not self.store_is_instance:
+            store = self.vector_store(request)  # type: ignore[operator]
+            if not callable(getattr(store, "query", None)):
+                raise TypeError("the vector_store resolver must return a VectorIndex")
+            return store
+        if request.index_name != self.base.index_name:
+            raise VectorQueryOptionError(
+                "index_name can be changed per run only with a vector_store resolver"
+            )
+        if self.store_is_instance:
+            if request.store_name != self.base.store_name:
+                raise VectorQueryOptionError(
+                    "this tool was created with a fixed vector_store: vector_store_name cannot pick another"
+                )
+            return self.vector_store  # type: ignore[return-value]
+        if request.store_name is None:
+            return current.index
+        return named_store(current, request.store_name)
 
+    @staticmethod
     def channels(
-        self, current: Stack, index: VectorIndex, options: StoreOptions, alpha: float
+        current: Stack, index: VectorIndex, dense: DenseEmbedder, options: StoreOptions, alpha: float
     ) -> QueryChannels:
         """The query's models and store. A fixed sparse vector (or alpha 1) needs no sparse model."""
-        dense = self.model or current.dense
         sparse = current.sparse if options.sparse_vector is None and alpha < 1.0 else None
         check_query_contract(index, dense, sparse)
         return QueryChannels(
@@ -239,6 +291,8 @@ def configure_vector_query(
     vector_store: VectorIndex | VectorStoreResolver | None,
     top_k: int,
     stack: Callable[[], Stack],
+    vector_store_name: str | None = None,
+    provider_options: Mapping[str, Any] | None = None,
 ) -> VectorQuery:
     """Check the tool's options at creation, so that a configuration error never waits for a question."""
     base = QuerySettings(
@@ -248,6 +302,8 @@ def configure_vector_query(
         include_sources=include_sources,
         database_config=parse_database_config(database_config),
         index_name=index_name,
+        store_name=vector_store_name,
+        provider_options=parse_provider_options(provider_options),
     )
     rerank_with, rerank_top_k = build_reranker(reranker)
     is_instance = vector_store is not None and callable(getattr(vector_store, "query", None))
@@ -280,6 +336,8 @@ def create_vector_query_tool(
     database_config: Mapping[str, Any] | None = None,
     vector_store: VectorIndex | VectorStoreResolver | None = None,
     top_k: int = 10,
+    vector_store_name: str | None = None,
+    provider_options: Mapping[str, Any] | None = None,
     stack: Callable[[], Stack] = get_stack,
 ) -> BaseTool:
     """Build a vector query tool; everything but the namespace may be set here or per run.
@@ -298,6 +356,8 @@ def create_vector_query_tool(
         vector_store=vector_store,
         top_k=top_k,
         stack=stack,
+        vector_store_name=vector_store_name,
+        provider_options=provider_options,
     )
 
     def run(

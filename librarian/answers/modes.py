@@ -14,7 +14,9 @@ local; else search. The rules are the query parser's (`librarian.graph.query.par
 labelled set in `tests/fixtures/graph_mode_questions.jsonl` was written by hand by the same person as
 the rules, so its accuracy is a sanity check, not a held-out measure.
 
-`local_answer` and `cite_communities` shape the answers of `librarian ask --mode` (`services.ask`).
+`local_answer`, `global_answer` and `cite_communities` shape the answers of `librarian ask --mode`
+(`services.ask`), as `Draft`s that `librarian.answers.checked.check_draft` then verifies like every
+other answer.
 
 `graph_draft` is the offline agent's route (`graphs.extractive`): the same chooser, then the same
 local/global retrieval and offline answer as `answer_with_mode`, numbered after the conversation's
@@ -29,8 +31,13 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
+from langchain_core.messages import BaseMessage
+
 from librarian.answers.extractive import Draft, quoted_draft, sources_block
 from librarian.answers.numbering import number_sources
+from librarian.answers.verify import answer_text
+from librarian.graph.query.global_citations import CITATION, ids_in
+from librarian.graph.query.global_limits import global_options
 from librarian.graph.query.global_offline import OFFLINE_NOTICE
 from librarian.graph.query.global_search import GlobalSearchError
 from librarian.graph.query.parse import ParsedQuery, parse_rules
@@ -95,10 +102,20 @@ def cite_communities(
             refs_of.setdefault(community_id, []).append(numbers[source["id"]])
 
     def add(match: re.Match[str]) -> str:
-        refs = "".join(f"[{n}]" for n in refs_of.get(match.group(1).strip(), []))
-        return match.group(0) + refs
+        numbers = dict.fromkeys(n for cid in ids_in(match.group(1)) for n in refs_of.get(cid, []))
+        return match.group(0) + "".join(f"[{n}]" for n in numbers)
 
-    return re.sub(r"\[Community ID: ([^\]|]+?)\]", add, answer)
+    return _citations_before_the_end(CITATION.sub(add, answer))
+
+
+# "It grew. [Community ID: 2][1]": a community citation after the full stop would start a sentence of
+# its own, and the check would read the claim without its citation and the citation without a claim
+_AFTER_THE_END = re.compile(r"([.!?]+)[ \t]*((?:\[Community IDs?: [^\]|]+\](?:\[\d+\])*[ \t]*)+)(?=\s|$)")
+
+
+def _citations_before_the_end(text: str) -> str:
+    """Move a community citation that follows a sentence's end to just before it."""
+    return _AFTER_THE_END.sub(lambda m: f" {m.group(2).strip()}{m.group(1)}", text)
 
 
 NOTHING_IN_GRAPH = "I found nothing relevant in this organization's knowledge graph."
@@ -112,17 +129,28 @@ def offline_local_draft(stack: Any, question: str, sources: list[Source], known:
     return dataclasses.replace(quoted_draft(stack, question, numbered, sources), mode="local")
 
 
-async def local_answer(stack: Any, question: str, result: dict[str, Any], model: Any | None) -> str:
-    """A model's answer from the local context, or quoted sentences of the evidence offline."""
+async def local_answer(stack: Any, question: str, result: dict[str, Any], model: Any | None) -> Draft:
+    """A model's answer from the local context, or quoted sentences of the evidence offline; the
+    draft says which part of it makes cited claims, for the citation check."""
     if not result["sources"]:
-        return NOTHING_IN_GRAPH
+        return Draft(NOTHING_IN_GRAPH, [], mode="local")
     if model is not None:
         reply = await model.ainvoke(
             LOCAL_ANSWER_PROMPT.format(question=question, context=result["relevantContext"])
         )
-        return str(getattr(reply, "content", reply))
-    draft = await asyncio.to_thread(offline_local_draft, stack, question, result["sources"], [])
-    return draft.text
+        text = answer_text(reply) if isinstance(reply, BaseMessage) else str(reply)
+        return Draft(text, list(result["sources"]), (0, len(text)), "local")
+    return await asyncio.to_thread(offline_local_draft, stack, question, result["sources"], [])
+
+
+def global_answer(result: dict[str, Any]) -> Draft:
+    """A global result's answer with the `[n]` of each cited community's chunks (numbered from 1);
+    the offline notice is not a claim, so the check starts after it."""
+    body = cite_communities(result["answer"], result["sources"], result.get("sourceCommunities") or {})
+    if not result["sources"]:
+        return Draft(body, [], None, "global")
+    notice = len(OFFLINE_NOTICE) if body.startswith(OFFLINE_NOTICE) else 0
+    return Draft(body, list(result["sources"]), (notice, len(body)), "global")
 
 
 def global_draft(result: dict[str, Any], known: list[Source]) -> Draft:
@@ -144,12 +172,19 @@ async def has_graph(stack: Any, organization_id: str) -> bool:
     return await asyncio.to_thread(lambda: stack.graph_store.scope(org).published_version() is not None)
 
 
-async def graph_draft(stack: Any, organization_id: str, question: str, known: list[Source]) -> Draft | None:
+async def graph_draft(
+    stack: Any,
+    organization_id: str,
+    question: str,
+    known: list[Source],
+    global_overrides: Mapping[str, Any] | None = None,
+) -> Draft | None:
     """The offline agent's graph route: the chooser's path over the published graph, as a draft.
 
     None (answer from search instead) when the chooser says `search`, the organization has no
     published graph, or the graph path finds nothing to quote. Everything is awaited in the caller's
     task, so cancelling the run cancels the retrieval (no further stage or map worker starts).
+    `global_overrides` are the run's `graph_global` budgets and concurrency, within server limits.
     """
     mode = choose_mode(question)
     if mode == "search" or not await has_graph(stack, organization_id):
@@ -159,8 +194,9 @@ async def graph_draft(stack: Any, organization_id: str, question: str, known: li
         if result["status"] != "completed" or not result["sources"]:
             return None
         return await asyncio.to_thread(offline_local_draft, stack, question, result["sources"], known)
+    options = global_options(global_overrides, stack.settings)  # the run's `graph_global`, checked
     try:
-        result = await run_global(stack, organization_id, question)
+        result = await run_global(stack, organization_id, question, options=options)
     except GlobalSearchError:  # offline: no quotable sentence survived the reduce
         return None
     if result["status"] not in ("completed", "partial") or not result["sources"]:

@@ -6,6 +6,8 @@ the extractive answerer, inside its node. It writes `citations` (one record per 
 answer message is replaced (same id) by one where that sentence is marked or dropped
 (`LIBRARIAN_UNSUPPORTED_SENTENCES`);
 what the model wrote is kept in the message's `additional_kwargs["unverified_content"]`.
+A source may stand for more than its text (a global answer's chunk for its community's report and
+claims: `support`, `librarian.answers.source_support`); it is checked against that too.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
-from librarian.answers.citations import Citation, PairJudge, apply_policy, verify_answer
+from librarian.answers.citations import Citation, PairJudge, apply_policy
+from librarian.answers.source_support import verify_with_support
 from librarian.answers.support import SupportScorer, bundled_embedder
 from librarian.settings import Settings
 from librarian.stack import Stack
@@ -57,7 +60,7 @@ def verify_message(
     """(replacement message or None if unchanged, citation records) for one final answer; only
     `text[start:end]` is checked (the extractive answer's quotes, not its notice or source list)."""
     text = answer_text(message)
-    records = verify_answer(text, list(sources), scorer, judge, start, end)
+    records = verify_with_support(text, list(sources), scorer, judge, start, end)
     revised, records = apply_policy(text, records, "drop" if policy == "drop" else "mark")
     if all(r["action"] == "kept" for r in records):
         return None, records

@@ -3,6 +3,10 @@
 Statements are shared with SQLite (`librarian.graph.sql`); this module only rewrites `:name`
 parameters to psycopg's `%(name)s`, pools connections, and creates the schema once under an advisory
 lock (concurrent `CREATE TABLE IF NOT EXISTS` from several workers can otherwise collide).
+
+PostgreSQL adds a second guard SQLite has no counterpart for: every table gets row-level security
+keyed by `org` (`librarian.pg_tenancy`), and each transaction of an organization's scope sets that
+organization first, so a statement that lost its `org = :org` still sees only the scope's rows.
 """
 
 from __future__ import annotations
@@ -10,12 +14,14 @@ from __future__ import annotations
 import re
 import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from librarian.errors import ConfigError
-from librarian.graph.schema import statements
+from librarian.graph.schema import ALL_TABLES, statements
 from librarian.graph.sql.org_graph import SqlGraphStore
+from librarian.graph.sql.runner import Engine
+from librarian.pg_tenancy import bind_organization, guard_table, warn_if_unguarded
 
 _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 _SCHEMA_LOCK_KEY = 0x4C49_4252_4752_0001  # "LIBRGR": graph schema migrations
@@ -45,7 +51,7 @@ class _PgEngine:
 
         from librarian.checkpoint import describe_postgres_url
 
-        describe_postgres_url(url)
+        where = describe_postgres_url(url)
         self._pool = ConnectionPool(
             conninfo=url, kwargs={"prepare_threshold": None}, min_size=1, max_size=max_size, open=False
         )
@@ -57,18 +63,38 @@ class _PgEngine:
                 f"cannot connect to PostgreSQL at {describe_postgres_url(url)} for the graph store: "
                 "check LIBRARIAN_POSTGRES_URL and that the server is running"
             ) from None
-        with self.transaction() as cursor:
-            cursor.execute(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK_KEY})", {})
+        with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cursor:
+            cursor.execute(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK_KEY})")
             for ddl in statements("postgres"):
-                cursor.execute(ddl, {})
+                cursor.execute(ddl)
+            for table in ALL_TABLES:
+                guard_table(cursor, table, "org")
+            warn_if_unguarded(cursor, where)
 
     @contextmanager
-    def transaction(self, *, write: bool = True) -> Iterator[_PgCursor]:
+    def transaction(self, *, write: bool = True, organization_id: str | None = None) -> Iterator[_PgCursor]:
+        """A transaction; with `organization_id`, row-level security admits only that organization's rows."""
         with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cursor:
+            if organization_id is not None:
+                bind_organization(cursor, organization_id)
             yield _PgCursor(cursor)
 
     def close(self) -> None:
         self._pool.close()
+
+
+class _OrganizationEngine:
+    """The engine as one organization's scope sees it: each transaction is bound to that organization."""
+
+    def __init__(self, engine: _PgEngine, organization_id: str) -> None:
+        self._engine = engine
+        self._organization_id = organization_id
+
+    def transaction(self, *, write: bool = True) -> AbstractContextManager[_PgCursor]:
+        return self._engine.transaction(write=write, organization_id=self._organization_id)
+
+    def close(self) -> None:
+        """The pool belongs to the store, which closes it; a scope has nothing of its own to close."""
 
 
 class PostgresGraphStore(SqlGraphStore):
@@ -76,3 +102,6 @@ class PostgresGraphStore(SqlGraphStore):
         self.engine = _PgEngine(url)
         # a dropped store (a discarded Stack) must not keep its pool's connections and threads
         weakref.finalize(self, self.engine.close)
+
+    def engine_for(self, organization_id: str) -> Engine:
+        return _OrganizationEngine(self.engine, organization_id)

@@ -6,6 +6,8 @@ and transactions come with the database. Semantics are LanceDB's (`lance.py`), p
 contract tests: one row per record with dense and sparse vectors (`pgvector_sparse`), fused score
 alpha·dense·q + (1 - alpha)·sparse·q, every call inside one namespace, Pinecone filters
 (`pgvector_filters`), the embedding contract recorded in the database (`pgvector_schema`).
+Each transaction names its namespace to row-level security too (`librarian.pg_tenancy`), so the
+table's policy, not only the statement's `ns = ...`, keeps other organizations' rows out.
 
 Ranking: a namespace of at most `exact_limit` rows is scored exactly, row by row, so results equal
 LanceDB's (within ties); a larger one is searched through candidates from both channels
@@ -15,6 +17,7 @@ use `asyncio.to_thread`, as they do for LanceDB.
 
 from __future__ import annotations
 
+import copy
 import math
 import weakref
 from collections.abc import Iterator
@@ -45,6 +48,7 @@ from librarian.index.pgvector_sql import (
     scored_query,
     sparse_score,
 )
+from librarian.pg_tenancy import bind_organization, read_all_organizations, warn_if_unguarded
 from librarian.tenancy import validate_organization_id
 
 EXACT_LIMIT = 20_000  # rows of one namespace scored exactly (see README "Vector index" for timings)
@@ -77,6 +81,8 @@ class PgVectorIndex:
             raise ConfigError(
                 "the pgvector index scores by dot product; the contract's metric must be 'dotproduct'"
             )
+        from librarian.checkpoint import describe_postgres_url
+
         self.contract = contract
         self.table = check_table_name(table)
         self.exact_limit = max(0, exact_limit)
@@ -86,6 +92,7 @@ class PgVectorIndex:
         try:
             with self._cursor() as cursor:
                 ensure_schema(cursor, self.table, contract)
+                warn_if_unguarded(cursor, describe_postgres_url(url))
         except BaseException:
             self._pool.close()
             raise
@@ -93,10 +100,31 @@ class PgVectorIndex:
     def close(self) -> None:
         self._pool.close()
 
+    # --- query option (the vector query tool's `pgvector.ef`); kept apart from the tenancy code
+    ef_search: int | None = None  # a floor for hnsw.ef_search on the approximate (HNSW) path
+
+    def with_ef_search(self, ef_search: int) -> PgVectorIndex:
+        """This index (same pool) whose HNSW scans use an `hnsw.ef_search` of at least `ef_search`.
+
+        Only namespaces larger than `exact_limit` use the HNSW index; smaller ones are scored
+        exactly, which no `ef_search` can improve on.
+        """
+        view = copy.copy(self)
+        view.ef_search = min(max(1, int(ef_search)), HNSW_MAX_EF_SEARCH)
+        return view
+
     @contextmanager
-    def _cursor(self) -> Iterator[Any]:
-        """A cursor inside one transaction (committed on success, rolled back on any error)."""
+    def _cursor(self, namespace: str | None = None, *, all_namespaces: bool = False) -> Iterator[Any]:
+        """A cursor inside one transaction (committed on success, rolled back on any error).
+
+        With `namespace`, row-level security admits only that namespace's rows; `all_namespaces`
+        lets it read every namespace (and write none); with neither, it sees no rows (schema work).
+        """
         with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cursor:
+            if namespace is not None:
+                bind_organization(cursor, namespace)
+            elif all_namespaces:
+                read_all_organizations(cursor)
             yield cursor
 
     # ---------------------------------------------------------------------------------------------
@@ -126,7 +154,7 @@ class PgVectorIndex:
                 sql.SQL("{c} = EXCLUDED.{c}").format(c=sql.Identifier(f"sp{b}")) for b in range(BUCKETS)
             ),
         )
-        with self._cursor() as cursor:
+        with self._cursor(namespace) as cursor:
             cursor.executemany(statement, rows)
         return len(rows)
 
@@ -154,7 +182,7 @@ class PgVectorIndex:
         else:
             where = namespace_where(namespace, None)
         statement = sql.SQL("DELETE FROM {t} WHERE {w}").format(t=sql.Identifier(self.table), w=where.sql())
-        with self._cursor() as cursor:
+        with self._cursor(namespace) as cursor:
             cursor.execute(statement, where.params)
 
     # ---------------------------------------------------------------------------------------------
@@ -180,7 +208,7 @@ class PgVectorIndex:
         params: dict[str, Any] = {**where.params, "q": dense_text(dense_q), "a": alpha, "b": 1.0 - alpha}
         params["k"] = top_k
         sparse = sparse_score(query_buckets(sp_idx, sp_val), params)
-        with self._cursor() as cursor:
+        with self._cursor(namespace) as cursor:
             size = self._namespace_size(cursor, namespace, self.exact_limit + 1)
             if size == 0:
                 return []
@@ -223,7 +251,7 @@ class PgVectorIndex:
         wanted = sorted({int(i) for i in indices})
         counts = dict.fromkeys(wanted, 0)
         t = sql.Identifier(self.table)
-        with self._cursor() as cursor:
+        with self._cursor(namespace) as cursor:
             size = self._namespace_size(cursor, namespace, None)
             if wanted and size:
                 cursor.execute(
@@ -246,7 +274,7 @@ class PgVectorIndex:
         statement = sql.SQL(
             "SELECT id, dense, terms, weights, metadata FROM {t} WHERE ns = %s AND id = ANY(%s::text[])"
         ).format(t=sql.Identifier(self.table))
-        with self._cursor() as cursor:
+        with self._cursor(namespace) as cursor:
             cursor.execute(statement, (namespace, unique))
             rows = cursor.fetchall()
         return {
@@ -267,14 +295,18 @@ class PgVectorIndex:
         statement = sql.SQL("SELECT id FROM {t} WHERE ns = %s AND starts_with(id, %s)").format(
             t=sql.Identifier(self.table)
         )
-        with self._cursor() as cursor:
+        with self._cursor(namespace) as cursor:
             cursor.execute(statement, (namespace, prefix or ""))
             return sorted(row[0] for row in cursor.fetchall())
 
     def describe_index_stats(self) -> IndexStats:
-        """Record counts per namespace (each count is of that namespace only)."""
+        """Record counts per namespace (each count is of that namespace only).
+
+        The one read across organizations (migrations list the namespaces with it), so it is the
+        one transaction that asks row-level security for every namespace, read-only.
+        """
         statement = sql.SQL("SELECT ns, count(*) FROM {t} GROUP BY ns").format(t=sql.Identifier(self.table))
-        with self._cursor() as cursor:
+        with self._cursor(all_namespaces=True) as cursor:
             cursor.execute(statement)
             namespaces = {ns: NamespaceStats(vector_count=int(n)) for ns, n in cursor.fetchall()}
         return IndexStats(
@@ -317,7 +349,7 @@ class PgVectorIndex:
             # already found too large for one.
             ("enable_sort", "off"),
             ("hnsw.iterative_scan", "relaxed_order"),
-            ("hnsw.ef_search", str(min(max(depth, 40), HNSW_MAX_EF_SEARCH))),
+            ("hnsw.ef_search", str(min(max(depth, 40, self.ef_search or 0), HNSW_MAX_EF_SEARCH))),
             ("hnsw.max_scan_tuples", str(min(max(needed, _MIN_SCAN_TUPLES), _MAX_SCAN_TUPLES))),
         ]
 

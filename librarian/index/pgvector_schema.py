@@ -8,6 +8,10 @@ its contract row, in the same transaction.
 Opening an index runs under a transaction-scoped advisory lock, so processes that open the same
 index at once create it exactly once, and the loser checks the winner's contract. A mismatch raises
 before anything is created or changed (the transaction is rolled back), naming both contracts.
+
+The chunks table is guarded by row-level security on `ns` (`librarian.pg_tenancy`), added to a new
+table at creation and to an older one the first time its owner opens it; the contracts table holds
+no organization's data and has none.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from librarian.errors import ConfigError, ContractMismatchError
 from librarian.index.base import EmbeddingContract
 from librarian.index.contract import contract_from_json
 from librarian.index.pgvector_sparse import BUCKETS, SPARSE_DIMENSIONS
+from librarian.pg_tenancy import guard_table
 
 CONTRACTS_TABLE = "librarian_index_contracts"
 DEFAULT_TABLE = "librarian_chunks"
@@ -66,8 +71,9 @@ def ensure_schema(cursor: Any, table: str, contract: EmbeddingContract) -> None:
         )
     if recorded is None:
         _create(cursor, table, contract)
-        return
-    _check_dimension(cursor, table, contract)
+    else:
+        _check_dimension(cursor, table, contract)
+    guard_table(cursor, table, "ns")
 
 
 def read_contract(cursor: Any, table: str) -> EmbeddingContract | None:

@@ -10,6 +10,7 @@ first write or search, because vectors from another embedding space would be sil
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
@@ -28,6 +29,21 @@ from pinecone.models.indexes.schema import DenseVectorField, SparseVectorField
 from librarian.embeddings.base import SparseVector
 from librarian.errors import ConfigError, ContractMismatchError, LibrarianError, TransientProviderError
 from librarian.index.base import EmbeddingContract, IndexStats, NamespaceStats, QueryMatch, VectorRecord
+from librarian.index.pinecone_batches import (
+    DEFAULT_MAX_REQUEST_BYTES,
+    PINECONE_MAX_REQUEST_BYTES,
+    byte_bounded_batches,
+)
+from librarian.index.pinecone_scores import (
+    MAX_SOLVE_ALPHA,
+    Vectors,
+    compute_from_vectors,
+    dense_query_depth,
+    ids_per_fetch,
+    solve_from_dense,
+    solve_without_lexical_query,
+    sparse_query_terms,
+)
 from librarian.tenancy import validate_organization_id
 
 DENSE_FIELD = "_values"
@@ -80,6 +96,17 @@ def _to_wire(record: VectorRecord) -> dict[str, Any]:
     return vector
 
 
+def _sparse_of(sparse: Any) -> SparseVector | None:
+    if sparse is None:
+        return None
+    return SparseVector(indices=list(sparse.indices), values=list(sparse.values))
+
+
+def _needs_dense_query(sparse_vector: SparseVector | None, alpha: float) -> bool:
+    """The dense-only query helps when there is a sparse score to solve for, and alpha allows it."""
+    return alpha <= MAX_SOLVE_ALPHA and (bool(sparse_query_terms(sparse_vector)) or alpha == 0.0)
+
+
 def _batches(items: list[Any], size: int) -> Iterator[list[Any]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -99,6 +126,8 @@ class PineconeVectorIndex:
         batch_size: int = 100,
         *,
         create_timeout: int = 300,
+        max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+        score_breakdown: bool = True,
     ) -> None:
         if not api_key:
             raise ConfigError("PINECONE_API_KEY is not set, but the Pinecone vector index was chosen")
@@ -106,9 +135,17 @@ class PineconeVectorIndex:
             raise ConfigError("hybrid search on Pinecone needs metric 'dotproduct'")
         if batch_size < 1:
             raise ConfigError("the upsert batch size must be at least 1")
+        if not 0 < max_request_bytes <= PINECONE_MAX_REQUEST_BYTES:
+            raise ConfigError(
+                f"the upsert byte budget must be between 1 and {PINECONE_MAX_REQUEST_BYTES:,} "
+                f"(Pinecone's 2 MB request cap), got {max_request_bytes}"
+            )
         self.contract = contract
         self.index_name = index_name
         self._batch_size = batch_size
+        self._max_request_bytes = max_request_bytes
+        self._score_breakdown = score_breakdown
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pinecone-breakdown")
         self._pc = Pinecone(api_key=api_key, host=host)
         data_host = self._ensure_index(cloud=cloud, region=region, create_timeout=create_timeout)
         self._index = self._pc.index(host=data_host)
@@ -182,9 +219,20 @@ class PineconeVectorIndex:
 
     # ----- VectorIndex
     def upsert(self, records: list[VectorRecord], *, namespace: str) -> int:
+        """Send records in requests bounded by count and encoded bytes, all planned before the first.
+
+        A record too large for any request raises `RecordTooLargeError` naming it, before anything
+        of this call is written.
+        """
         ns = _namespace(namespace)
+        batches = byte_bounded_batches(
+            [_to_wire(r) for r in records],
+            namespace=ns,
+            max_count=self._batch_size,
+            max_bytes=self._max_request_bytes,
+        )
         written = 0
-        for batch in _batches([_to_wire(r) for r in records], self._batch_size):
+        for batch in batches:
             with pinecone_errors("upsert"):
                 written += self._index.upsert(vectors=batch, namespace=ns).upserted_count
         return written
@@ -201,7 +249,12 @@ class PineconeVectorIndex:
         include_values: bool = False,
         include_metadata: bool = True,
     ) -> list[QueryMatch]:
-        """Pinecone sums dense and sparse dot products, so the alpha weighting happens here."""
+        """Pinecone sums dense and sparse dot products, so the alpha weighting happens here.
+
+        The fused score is Pinecone's own. The channel scores (`dense_score`, `sparse_score`), which
+        Pinecone does not return, come from a dense-only query sent alongside and the fused score,
+        or from the records' vectors (see `librarian.index.pinecone_scores`).
+        """
         ns = _namespace(namespace)
         if not 0.0 <= alpha <= 1.0:
             raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
@@ -219,9 +272,15 @@ class PineconeVectorIndex:
             }
         if filter:
             kwargs["filter"] = filter
+        # The breakdown's dense-only query does not depend on the fused one: send both at once.
+        dense_only = (
+            self._pool.submit(self._dense_only_scores, ns, vector, top_k, filter)
+            if self._score_breakdown and not include_values and _needs_dense_query(sparse_vector, alpha)
+            else None
+        )
         with pinecone_errors("query"):
             response = self._index.query(**kwargs)
-        return [
+        matches = [
             QueryMatch(
                 id=m.id,
                 score=m.score,
@@ -230,6 +289,45 @@ class PineconeVectorIndex:
             )
             for m in response.matches
         ]
+        if self._score_breakdown and matches:
+            if include_values:  # the vectors are here already: exact, nothing more to ask
+                vectors = {m.id: (m.values, _sparse_of(m.sparse_values)) for m in response.matches}
+                compute_from_vectors(matches, vectors, vector, sparse_vector)
+            elif not sparse_query_terms(sparse_vector) and alpha > 0:
+                solve_without_lexical_query(matches, alpha)
+            else:
+                missing = solve_from_dense(matches, dense_only.result(), alpha) if dense_only else matches
+                if missing:  # outside the dense list, or alpha near 1: from the vectors themselves
+                    vectors = self._fetch_vectors([m.id for m in missing], ns)
+                    compute_from_vectors(missing, vectors, vector, sparse_vector)
+        return matches
+
+    def _dense_only_scores(
+        self, ns: str, vector: list[float], top_k: int, filter: dict[str, Any] | None
+    ) -> dict[str, float]:
+        """id -> unweighted dense score, a few times deeper than the fused top k; ids and scores only."""
+        kwargs: dict[str, Any] = {
+            "namespace": ns,
+            "top_k": dense_query_depth(top_k),
+            "vector": list(vector),
+            "include_values": False,
+            "include_metadata": False,
+        }
+        if filter:
+            kwargs["filter"] = filter
+        with pinecone_errors("dense-only query for the score breakdown"):
+            return {m.id: m.score for m in self._index.query(**kwargs).matches}
+
+    def _fetch_vectors(self, ids: list[str], ns: str) -> Vectors:
+        """Dense and sparse values of `ids`, in fetches small enough to stay under the result cap."""
+        found: Vectors = {}
+        per_call = ids_per_fetch(self.contract.dimension, MAX_IDS_PER_CALL)
+        for batch in _batches(ids, per_call):
+            with pinecone_errors("fetch of values for the score breakdown"):
+                response = self._index.fetch(ids=batch, namespace=ns)
+            for vid, vec in response.vectors.items():
+                found[vid] = (vec.values, _sparse_of(vec.sparse_values))
+        return found
 
     def delete(
         self,

@@ -4,6 +4,10 @@ Reducto chunks the document itself (variable chunks of about `chunk_size` charac
 optimised table text, headers/footers/page numbers filtered), so its chunks are mapped as they are and
 never re-chunked. SDK errors are translated: what retrying can fix becomes TransientProviderError (the
 ingest graph retries those), what is wrong with the document becomes a DocumentError.
+
+`parse` is the synchronous `POST /parse`, which holds its caller until Reducto is done. The ingest
+graph instead uses Reducto's job API through `jobs()` (`librarian/parsing/reducto_jobs.py`): it
+submits, records the job id in its checkpoint and polls without holding a worker.
 """
 
 from __future__ import annotations
@@ -12,22 +16,20 @@ from typing import Any
 
 import httpx
 import reducto
-from pydantic import ValidationError
 from reducto.types.shared.parse_response import ResultFullResult
 
-from librarian.errors import (
-    ConfigError,
-    CorruptFileError,
-    EmptyDocumentError,
-    LibrarianError,
-    TransientProviderError,
-    UnsupportedFileError,
+from librarian.errors import ConfigError, EmptyDocumentError, LibrarianError
+from librarian.parsing.reducto_jobs import ReductoJobClient
+from librarian.parsing.reducto_results import (
+    decode_result_file,
+    download_error,
+    parse_result,
+    translate_error,
 )
-from librarian.parsing.types import BBox, Block, Chunk, ParseResult
+from librarian.parsing.types import ParseResult
 
 VERSION = 1
 FILTERED_BLOCKS = ["Header", "Footer", "Page Number"]
-_UNSUPPORTED_HINTS = ("unsupported", "not supported", "file type", "extension", "format")
 
 
 class ReductoParser:
@@ -46,8 +48,20 @@ class ReductoParser:
             raise ConfigError("REDUCTO_API_KEY is not set, but the Reducto parser was chosen")
         self.chunk_size = chunk_size
         self._timeout = timeout
+        self._api_key = api_key
+        self._base_url = base_url
         self._client = reducto.Reducto(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        )
+
+    def jobs(self) -> ReductoJobClient:
+        """The same parse as Reducto's asynchronous job API (submit, then poll), for the ingest graph."""
+        return ReductoJobClient(
+            retrieval=self.retrieval_options(),
+            cache_key=self.cache_key,
+            api_key=self._api_key,
+            base_url=self._base_url,
+            timeout=self._timeout,
         )
 
     @property
@@ -69,7 +83,7 @@ class ReductoParser:
             upload = self._client.upload(file=(filename, data, media_type or "application/octet-stream"))
             response = self._client.parse.run(input=upload.file_id, retrieval=self.retrieval_options())
         except reducto.APIError as exc:
-            raise _translate(exc, filename) from exc
+            raise translate_error(exc, filename) from exc
         result = getattr(response, "result", None)
         if result is None:
             raise LibrarianError(
@@ -77,12 +91,7 @@ class ReductoParser:
             )
         if result.type == "url":
             result = self._fetch(result.url)
-        chunks = [_chunk(chunk) for chunk in result.chunks]
-        chunks = [chunk for chunk in chunks if chunk["content"].strip() or chunk["embed"].strip()]
-        if not chunks:
-            raise EmptyDocumentError(f"{filename} contains no text")
-        notes = [f"parsed by Reducto (job {response.job_id})"]
-        return ParseResult(chunks=chunks, parser=self.cache_key, pages=response.usage.num_pages, notes=notes)
+        return parse_result(response, result, filename, self.cache_key)
 
     def _fetch(self, url: str) -> ResultFullResult:
         """Download a large result, as `reducto.lib.helpers.handle_url_response` does, plus status checks.
@@ -93,48 +102,6 @@ class ReductoParser:
         try:
             response = httpx.get(url, timeout=self._timeout, follow_redirects=True)
             response.raise_for_status()
-        except httpx.HTTPStatusError as exc:
-            raise TransientProviderError(
-                f"Reducto result download failed ({exc.response.status_code})"
-            ) from exc
         except httpx.HTTPError as exc:
-            raise TransientProviderError(f"Reducto result download failed ({type(exc).__name__})") from exc
-        try:
-            return ResultFullResult.model_validate_json(response.content)
-        except ValidationError as exc:
-            raise LibrarianError("Reducto's result file was not a parse result") from exc
-
-
-def _bbox(raw: Any) -> BBox:
-    return BBox(page=int(raw.page), left=raw.left, top=raw.top, width=raw.width, height=raw.height)
-
-
-def _chunk(raw: Any) -> Chunk:
-    blocks = [Block(type=b.type, bbox=_bbox(b.bbox), content=b.content) for b in raw.blocks]
-    return Chunk(content=raw.content, embed=raw.embed or raw.content, blocks=blocks)
-
-
-def _message(exc: reducto.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        detail = body.get("detail") or body.get("message") or body.get("error")
-        if detail:
-            return str(detail)[:300]
-    return f"HTTP {exc.status_code}"
-
-
-def _translate(exc: reducto.APIError, filename: str) -> LibrarianError:
-    """The error the ingest graph acts on: retry, configuration, or a document status."""
-    if isinstance(exc, reducto.APIConnectionError):  # includes APITimeoutError
-        return TransientProviderError(f"Reducto is unreachable ({type(exc).__name__})")
-    if not isinstance(exc, reducto.APIStatusError):
-        return TransientProviderError("Reducto sent a response that could not be read")
-    status = exc.status_code
-    if status in (408, 409, 429) or status >= 500:
-        return TransientProviderError(f"Reducto is unavailable right now (HTTP {status}); try again later")
-    if status in (401, 403):
-        return ConfigError(f"Reducto rejected the API key (HTTP {status}); check REDUCTO_API_KEY")
-    message = _message(exc)
-    if status == 415 or any(hint in message.lower() for hint in _UNSUPPORTED_HINTS):
-        return UnsupportedFileError(f"Reducto cannot parse {filename}: {message}")
-    return CorruptFileError(f"Reducto could not read {filename}: {message}")
+            raise download_error(exc) from exc
+        return decode_result_file(response.content)

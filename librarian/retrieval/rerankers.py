@@ -122,6 +122,22 @@ def build_reranker(stack: Stack) -> Reranker:
         return ScorerReranker(
             LLMRelevanceScorer(require_chat_model(stack.settings, "LIBRARIAN_RERANKER=llm"))
         )
+    if choice == "cohere":
+        from librarian.retrieval.cohere_scorer import CohereRerankScorer
+
+        if not s.cohere_api_key:
+            raise ConfigError(
+                "COHERE_API_KEY (or CO_API_KEY) is not set, but LIBRARIAN_RERANKER=cohere needs it"
+            )
+        scorer = CohereRerankScorer(
+            api_key=s.cohere_api_key,
+            base_url=s.cohere_base_url,
+            model=s.cohere_rerank_model,
+            timeout_s=s.cohere_timeout_s,
+        )
+        # Seed 002: Cohere is the semantic part of Mastra's rerank, fused with the vector score and
+        # the position by the default weights; see WeightedReranker for why the fusion has no floor.
+        return WeightedReranker(scorer)
     if choice == "cross-encoder":
         from librarian.retrieval.scorers import CrossEncoderScorer
 

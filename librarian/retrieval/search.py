@@ -10,7 +10,7 @@ reranker) are built once per stack (`librarian.retrieval.rerankers.make_reranker
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired
 
 from typing_extensions import TypedDict  # pydantic (Studio's schemas) needs it on Python < 3.12
 
@@ -27,6 +27,8 @@ class SourceScores(TypedDict):
     sparse: float | None
     fused: float
     rerank: float | None
+    # Mastra's weighted rerank only (e.g. LIBRARIAN_RERANKER=cohere): the scorer's relevance in [0, 1]
+    semantic: NotRequired[float]
 
 
 class Source(TypedDict):
@@ -96,6 +98,14 @@ def to_source(item: Reranked) -> Source:
     m = item.match
     meta = m.metadata
     rerank = item.details.get("rerank")
+    scores = SourceScores(
+        dense=m.dense_score,
+        sparse=m.sparse_score,
+        fused=float(m.score),
+        rerank=None if rerank is None else float(rerank),
+    )
+    if "semantic" in item.details:
+        scores["semantic"] = float(item.details["semantic"])
     return Source(
         id=m.id,
         score=float(item.score),
@@ -105,12 +115,7 @@ def to_source(item: Reranked) -> Source:
         page=int(meta.get("page", 0) or 0),
         bbox=_bbox(meta),
         blockType=str(meta.get("blockType", "")),
-        scores=SourceScores(
-            dense=m.dense_score,
-            sparse=m.sparse_score,
-            fused=float(m.score),
-            rerank=None if rerank is None else float(rerank),
-        ),
+        scores=scores,
     )
 
 

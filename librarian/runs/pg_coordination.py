@@ -6,6 +6,11 @@ A lock held for longer than a statement (a run's lock, a turn, a quota slot) own
 own, so it is freed exactly when the holder releases it or its process dies; short checks (epochs,
 fences, "is this lock held") borrow a pooled connection. Everything here is blocking psycopg, usable
 from any thread and any event loop (async callers go through `asyncio.to_thread`).
+
+The two tables name organizations' document paths, so they carry row-level security keyed by
+`organization_id` (`librarian.pg_tenancy`): every statement on them runs in a transaction bound to
+its organization (`_organization`), never in a bare autocommit statement, where the setting would
+not reach it.
 """
 
 from __future__ import annotations
@@ -18,10 +23,13 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
+from librarian.pg_tenancy import bind_organization, guard_table, warn_if_unguarded
+
 logger = logging.getLogger(__name__)
 
 # One lock names the schema set-up, so replicas starting together do not race on CREATE TABLE.
 _SETUP_LOCK = "librarian:coordination:setup"
+_ORGANIZATION_TABLES = ("librarian_path_epochs", "librarian_graph_requests")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS librarian_path_epochs (
     organization_id text NOT NULL,
@@ -91,7 +99,7 @@ class PostgresCoordination:
 
         from librarian.checkpoint import describe_postgres_url
 
-        describe_postgres_url(url)  # a malformed URL is a clear ConfigError, not a pool retry loop
+        self._where = describe_postgres_url(url)  # a malformed URL is a clear ConfigError, not a retry loop
         self._url = url
         self._process = f"librarian:process:{uuid.uuid4()}"  # held while this process lives
         self._alive: HeldLock | None = None
@@ -110,6 +118,16 @@ class PostgresCoordination:
         with self._pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (_SETUP_LOCK,))
             conn.execute(_SCHEMA)
+            for table in _ORGANIZATION_TABLES:
+                guard_table(conn, table, "organization_id")
+            warn_if_unguarded(conn, self._where)
+
+    @contextmanager
+    def _organization(self, org: str) -> Iterator[Any]:
+        """A pooled connection in a transaction that row-level security binds to `org`."""
+        with self._pool.connection() as conn, conn.transaction():
+            bind_organization(conn, org)
+            yield conn
 
     def close(self) -> None:
         with self._alive_guard:
@@ -131,7 +149,7 @@ class PostgresCoordination:
         """Ask for a build of `org`'s graph: (this request's number, None), or (0, the queued job's id)
         when a build queued by a live process has not started yet, since it will see this change."""
         process = self._announce()
-        with self._pool.connection() as conn, conn.transaction():
+        with self._organization(org) as conn:
             conn.execute(
                 "INSERT INTO librarian_graph_requests (organization_id) VALUES (%s) ON CONFLICT DO NOTHING",
                 (org,),
@@ -153,7 +171,7 @@ class PostgresCoordination:
     def start_graph_build(self, org: str, request: int) -> bool:
         """A build of request `request` starts: it covers every request made so far. False when a
         build that started since covered it (the job is void)."""
-        with self._pool.connection() as conn:
+        with self._organization(org) as conn:
             row = conn.execute(
                 "UPDATE librarian_graph_requests "
                 "SET started = requested, queued_by = NULL, queued_job = NULL, cancel_requested = false "
@@ -165,7 +183,7 @@ class PostgresCoordination:
     # --- epochs ---------------------------------------------------------------------------------------
 
     def bump(self, org: str, path: str) -> int:
-        with self._pool.connection() as conn:
+        with self._organization(org) as conn:
             row = conn.execute(
                 "INSERT INTO librarian_path_epochs (organization_id, path, epoch) VALUES (%s, %s, 1) "
                 "ON CONFLICT (organization_id, path) DO UPDATE "
@@ -175,7 +193,7 @@ class PostgresCoordination:
         return int(row[0])
 
     def epoch(self, org: str, path: str) -> int:
-        with self._pool.connection() as conn:
+        with self._organization(org) as conn:
             row = conn.execute(
                 "SELECT epoch FROM librarian_path_epochs WHERE organization_id = %s AND path = %s",
                 (org, path),
@@ -189,7 +207,7 @@ class PostgresCoordination:
         """An admin's cancel, from any process: (a build runs on some process and was asked to stop,
         the id of the queued build it voided)."""
         running = self.held(_name("graph", org, ""))
-        with self._pool.connection() as conn, conn.transaction():
+        with self._organization(org) as conn:
             row = conn.execute(
                 "SELECT requested, started, queued_job FROM librarian_graph_requests "
                 "WHERE organization_id = %s FOR UPDATE",
@@ -206,7 +224,7 @@ class PostgresCoordination:
         return running, (str(queued_job) if requested > started and queued_job else None)
 
     def graph_cancel_requested(self, org: str) -> bool:
-        with self._pool.connection() as conn:
+        with self._organization(org) as conn:
             row = conn.execute(
                 "SELECT cancel_requested FROM librarian_graph_requests WHERE organization_id = %s", (org,)
             ).fetchone()

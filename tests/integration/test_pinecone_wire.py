@@ -7,13 +7,26 @@ goes over the wire, batching, retries and inference.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
-from pinecone import Pinecone
+from pinecone import ApiError, Pinecone
 
 from librarian.embeddings.pinecone_sparse import PineconeSparseEmbedder
-from librarian.errors import ConfigError, ContractMismatchError, TenantError, TransientProviderError
+from librarian.errors import (
+    ConfigError,
+    ContractMismatchError,
+    LibrarianError,
+    TenantError,
+    TransientProviderError,
+)
 from librarian.index.base import EmbeddingContract, VectorRecord
-from librarian.index.pinecone import PineconeVectorIndex
+from librarian.index.pinecone import PineconeVectorIndex, _to_wire
+from librarian.index.pinecone_batches import (
+    DEFAULT_MAX_REQUEST_BYTES,
+    RecordTooLargeError,
+    byte_bounded_batches,
+    request_sizes,
+)
 from tests.wire.pinecone_server import TEST_API_KEY as PINECONE_API_KEY
 from tests.wire.pinecone_server import PineconeWireServer
 
@@ -36,6 +49,11 @@ def record(i: int, path: str = "docs/a.pdf", values: list[float] | None = None) 
         sparse_values={"indices": [i, 1000], "values": [1.0, 0.5]},
         metadata={"path": path, "chunkIndex": i, "text": f"chunk {i} of {path}"},
     )
+
+
+def fused_queries(server: PineconeWireServer):
+    """The hybrid queries asked for metadata; the breakdown's dense-only query, sent alongside, is not."""
+    return [r for r in server.requests_to("/query") if r.body["includeMetadata"]]
 
 
 def data_plane_requests(server: PineconeWireServer):
@@ -145,7 +163,7 @@ def test_alpha_weights_dense_and_sparse_on_the_wire_and_in_scores(pinecone_serve
 
     (match,) = index.query(namespace="org-a", vector=dense_q, sparse_vector=sparse_q, alpha=0.3)
 
-    (sent,) = pinecone_server.requests_to("/query")
+    (sent,) = fused_queries(pinecone_server)
     assert sent.body["vector"] == pytest.approx([0.3 * v for v in dense_q])
     assert sent.body["sparseVector"]["indices"] == [2, 1000]
     assert sent.body["sparseVector"]["values"] == pytest.approx([0.7 * 3.0, 0.7 * 2.0])
@@ -291,3 +309,204 @@ def test_rerank_and_dense_embed_speak_the_sdk_shapes(pinecone_server):
     )
     assert len(dense.data[0].values) == 1024
     assert sum(v * v for v in dense.data[0].values) == pytest.approx(1.0)
+
+
+# ----------------------------------------------------------------------------- request byte budget
+
+WIDE = EmbeddingContract(dense_model="text-embedding-3-large", dimension=3072, sparse_model=SPARSE_MODEL)
+
+
+def wide_record(i: int, text_chars: int = 4000, seed: int = 0) -> VectorRecord:
+    """A text-embedding-3-large-sized record: 3,072 floats and a long chunk text in metadata."""
+    rng = np.random.default_rng(seed + i)
+    values = rng.normal(size=3072)
+    return VectorRecord(
+        id=f"docs/long.pdf:{i}",
+        values=(values / np.linalg.norm(values)).tolist(),
+        sparse_values={
+            "indices": sorted(rng.choice(10_000, 80, replace=False).tolist()),
+            "values": [0.5] * 80,
+        },
+        metadata={
+            "path": "docs/long.pdf",
+            "chunkIndex": i,
+            "text": ("lorem ipsum " * (text_chars // 12 + 1))[:text_chars],
+        },
+    )
+
+
+def test_wide_vectors_and_long_chunks_are_split_under_the_2mb_request_cap(pinecone_server):
+    index = open_index(pinecone_server, WIDE, batch_size=100)
+    records = [wide_record(i) for i in range(100)]  # ~6.5 MB as one request of 100
+
+    assert index.upsert(records, namespace="org-a") == 100
+
+    upserts = pinecone_server.requests_to("/vectors/upsert")
+    assert [r.status for r in upserts] == [200] * len(upserts)
+    assert len(upserts) > 1 and all(r.size <= DEFAULT_MAX_REQUEST_BYTES for r in upserts)
+    # the planner's byte count is what the SDK actually sent
+    planned = byte_bounded_batches(
+        [_to_wire(r) for r in records], namespace="org-a", max_count=100, max_bytes=DEFAULT_MAX_REQUEST_BYTES
+    )
+    assert list(request_sizes(planned, "org-a")) == [r.size for r in upserts]
+    assert sum(len(r.body["vectors"]) for r in upserts) == 100
+    assert index.describe_index_stats().namespaces["org-a"].vector_count == 100
+    fetched = index.fetch(["docs/long.pdf:99"], namespace="org-a")["docs/long.pdf:99"]
+    assert fetched["metadata"]["text"] == records[99]["metadata"]["text"]
+
+
+def test_the_wire_server_refuses_oversized_upserts_like_pinecone(pinecone_server):
+    """The cap the budget protects against is real here: one unsplit request is refused with a 400."""
+    index = open_index(pinecone_server, WIDE)
+    del index  # it created the index; now send one unsplit request straight through the SDK
+    pc = Pinecone(api_key=PINECONE_API_KEY, host=pinecone_server.url)
+    raw = pc.index(host=f"{pinecone_server.url}/data/{INDEX}")
+
+    with pytest.raises(ApiError) as err:
+        raw.upsert(vectors=[_to_wire(wide_record(i)) for i in range(40)], namespace="org-a")
+
+    assert err.value.status_code == 400
+    assert "exceeds the maximum supported size of 2MB" in str(err.value)
+
+
+def test_the_byte_budget_is_configurable_and_also_bounds_count(pinecone_server):
+    index = open_index(pinecone_server, WIDE, batch_size=3, max_request_bytes=300_000)
+
+    assert index.upsert([wide_record(i, text_chars=200) for i in range(12)], namespace="org-a") == 12
+
+    upserts = pinecone_server.requests_to("/vectors/upsert")
+    assert all(r.size <= 300_000 and len(r.body["vectors"]) <= 3 for r in upserts)
+    assert max(r.size for r in upserts) > 150_000  # batches are filled, not one record each
+    with pytest.raises(ConfigError, match="2 MB"):
+        open_index(pinecone_server, WIDE, max_request_bytes=2_500_000)
+
+
+def test_a_record_too_large_alone_is_refused_by_name_before_anything_is_written(pinecone_server):
+    index = open_index(pinecone_server, WIDE, batch_size=2)
+    records = [wide_record(0), wide_record(1), wide_record(2, text_chars=2_100_000), wide_record(3)]
+
+    with pytest.raises(RecordTooLargeError) as err:
+        index.upsert(records, namespace="org-a")
+
+    message = str(err.value)
+    assert "'docs/long.pdf:2'" in message and "'text'" in message and "metadata" in message
+    assert pinecone_server.requests_to("/vectors/upsert") == []
+    assert index.describe_index_stats().total_vector_count == 0
+
+
+# ----------------------------------------------------------------------------- score breakdown
+
+
+def brute_force_channels(records: list[VectorRecord], q: list[float], sq: dict) -> dict[str, tuple]:
+    """id -> (dense, sparse) computed from the records as written."""
+    terms = dict(zip(sq["indices"], sq["values"], strict=True)) if sq else {}
+    out = {}
+    for r in records:
+        sparse = r.get("sparse_values") or {"indices": [], "values": []}
+        lexical = sum(terms.get(i, 0.0) * v for i, v in zip(sparse["indices"], sparse["values"], strict=True))
+        out[r["id"]] = (float(np.dot(q, r["values"])), lexical)
+    return out
+
+
+def test_channel_scores_come_from_one_dense_only_query_and_the_fused_score_is_pinecones(pinecone_server):
+    index = open_index(pinecone_server)
+    records = [record(i) for i in range(6)]
+    index.upsert(records, namespace="org-a")
+    dense_q = [0.5, 0.25, 2.0, 4.0]
+    sparse_q = {"indices": [2, 1000], "values": [3.0, 2.0]}
+    flt = {"chunkIndex": {"$lte": 4}}
+
+    matches = index.query(
+        namespace="org-a", vector=dense_q, sparse_vector=sparse_q, alpha=0.3, top_k=5, filter=flt
+    )
+
+    (fused,) = fused_queries(pinecone_server)
+    (dense_only,) = [r for r in pinecone_server.requests_to("/query") if r is not fused]
+    assert dense_only.body["vector"] == dense_q and "sparseVector" not in dense_only.body
+    assert dense_only.body["namespace"] == "org-a" and dense_only.body["filter"] == flt
+    assert dense_only.body["includeMetadata"] is False and dense_only.body["includeValues"] is False
+    assert dense_only.body["topK"] == 20  # a few times deeper than the fused top k
+    assert pinecone_server.requests_to("/vectors/fetch") == []
+    returned = {m["id"]: m["score"] for m in fused.response["matches"]}
+    expected = brute_force_channels(records, dense_q, sparse_q)
+    assert len(matches) == 5
+    for m in matches:
+        assert (m.dense_score, m.sparse_score) == pytest.approx(expected[m.id])
+        assert m.score == returned[m.id]  # Pinecone's own fused score, untouched
+        assert m.values is None
+
+
+def test_a_match_outside_the_dense_list_has_its_vectors_fetched(pinecone_server):
+    index = open_index(pinecone_server)
+    q = [1.0, 0.0, 0.0, 0.0]
+    semantic = [
+        VectorRecord(
+            id=f"dense:{i}", values=[1.0, 0.01 * i, 0.0, 0.0], sparse_values={"indices": [7], "values": [1.0]}
+        )
+        for i in range(20)
+    ]
+    lexical = [
+        VectorRecord(
+            id=f"lexical:{i}",
+            values=[-1.0, 0.0, 0.1 * i, 0.0],
+            sparse_values={"indices": [1, 2], "values": [5.0, 4.0]},
+        )
+        for i in range(3)
+    ]
+    index.upsert(semantic + lexical, namespace="org-a")
+    sq = {"indices": [1, 2], "values": [1.0, 1.0]}
+
+    matches = index.query(namespace="org-a", vector=q, sparse_vector=sq, alpha=0.5, top_k=3)
+
+    assert sorted(m.id for m in matches) == ["lexical:0", "lexical:1", "lexical:2"]  # last in dense order
+    (fetch,) = pinecone_server.requests_to("/vectors/fetch")
+    assert sorted(fetch.query["ids"]) == ["lexical:0", "lexical:1", "lexical:2"]
+    expected = brute_force_channels(semantic + lexical, q, sq)
+    for m in matches:
+        assert (m.dense_score, m.sparse_score) == pytest.approx(expected[m.id])
+
+
+def test_without_a_lexical_query_the_breakdown_costs_no_request(pinecone_server):
+    index = open_index(pinecone_server)
+    records = [record(i) for i in range(4)]
+    index.upsert(records, namespace="org-a")
+    q = [0.5, 0.25, 2.0, 4.0]
+
+    matches = index.query(namespace="org-a", vector=q, alpha=0.75, top_k=4)
+
+    assert len(pinecone_server.requests_to("/query")) == 1
+    assert pinecone_server.requests_to("/vectors/fetch") == []
+    for m in matches:
+        assert m.sparse_score == 0.0
+        assert m.dense_score == pytest.approx(float(np.dot(q, record(int(m.id.rsplit(":", 1)[1]))["values"])))
+
+
+def test_pure_dense_alpha_fetches_wide_vectors_in_batches_under_the_result_cap(pinecone_server):
+    """At alpha 1 the fused score says nothing of the sparse one: the vectors are fetched, bounded."""
+    index = open_index(pinecone_server, WIDE)
+    records = [wide_record(i, text_chars=100) for i in range(60)]
+    index.upsert(records, namespace="org-a")
+    q = records[0]["values"]
+    sq = {"indices": records[0]["sparse_values"]["indices"][:10], "values": [1.0] * 10}
+    pinecone_server.clear_requests()
+
+    matches = index.query(namespace="org-a", vector=q, sparse_vector=sq, alpha=1.0, top_k=60)
+
+    assert len(pinecone_server.requests_to("/query")) == 1
+    fetches = pinecone_server.requests_to("/vectors/fetch")
+    assert [len(f.query["ids"]) for f in fetches] == [50, 10]  # 50 x 3,072 floats stay far below 4 MB
+    assert all(f.status == 200 for f in fetches)
+    expected = brute_force_channels(records, q, sq)
+    assert len(matches) == 60
+    for m in matches:
+        assert m.dense_score == pytest.approx(expected[m.id][0], abs=1e-9)
+        assert m.sparse_score == pytest.approx(expected[m.id][1])
+        assert m.score == pytest.approx(m.dense_score)
+
+
+def test_the_wire_server_refuses_query_results_over_4mb(pinecone_server):
+    index = open_index(pinecone_server, WIDE)
+    index.upsert([wide_record(i, text_chars=100) for i in range(90)], namespace="org-a")
+
+    with pytest.raises(LibrarianError, match="4MB"):
+        index.query(namespace="org-a", vector=[1.0] * 3072, top_k=90, include_values=True)

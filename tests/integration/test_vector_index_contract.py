@@ -886,3 +886,31 @@ def test_migrate_on_pgvector_says_how_to_re_embed(settings, database):
     with pytest.raises(ConfigError, match="LIBRARIAN_PGVECTOR_TABLE") as info:
         migrate_index(Stack(chosen))
     assert "reindex --org" in str(info.value) and "Pinecone" not in str(info.value)
+
+
+# ------------------------------------------------------------------------------------------------
+# Pinecone's score breakdown
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.3, 0.75, 0.97, 1.0])
+@pytest.mark.parametrize("with_sparse", [True, False], ids=["hybrid", "dense-query"])
+def test_pinecone_channel_scores_equal_lancedb(tmp_path, pinecone_server, alpha, with_sparse):
+    """Pinecone returns only the fused score; its dense and sparse halves must match LanceDB's exactly."""
+    lance, pinecone = _lance(tmp_path).open(), _pinecone(pinecone_server).open()
+    records = make_records(40)
+    for index in (lance, pinecone):
+        index.upsert(records, namespace="org1")
+    q, sq = query_args()
+    sparse = sq if with_sparse else None
+
+    expected = {
+        m.id: m for m in lance.query(namespace="org1", vector=q, sparse_vector=sparse, alpha=alpha, top_k=40)
+    }
+    found = pinecone.query(namespace="org1", vector=q, sparse_vector=sparse, alpha=alpha, top_k=15)
+
+    assert len(found) == 15
+    for m in found:
+        assert m.dense_score == pytest.approx(expected[m.id].dense_score, abs=1e-5)
+        assert m.sparse_score == pytest.approx(expected[m.id].sparse_score, abs=1e-5)
+        assert m.score == pytest.approx(expected[m.id].score, abs=1e-5)
+        assert m.score == pytest.approx(alpha * m.dense_score + (1 - alpha) * m.sparse_score, abs=1e-5)

@@ -45,3 +45,18 @@ def test_invalid_choice_is_rejected(settings, monkeypatch):
     monkeypatch.setenv("LIBRARIAN_VECTOR_INDEX", "qdrant")
     with pytest.raises(ValueError, match="vector_index"):
         load_settings(data_dir=settings.data_dir)
+
+
+@pytest.mark.parametrize(
+    "name", ["Document-Chunks", "-chunks", "chunks-", "a" * 46, "", "doc_chunks", "doc.chunks"]
+)
+def test_a_pinecone_index_name_pinecone_would_refuse_fails_at_start_up(settings, monkeypatch, name):
+    monkeypatch.setenv("LIBRARIAN_PINECONE_INDEX_NAME", name)
+    with pytest.raises(ValueError, match="LIBRARIAN_PINECONE_INDEX_NAME"):
+        load_settings(data_dir=settings.data_dir)
+
+
+@pytest.mark.parametrize("name", ["document-chunks", "a", "a" * 45, "v2-docs-9"])
+def test_pinecone_index_names_within_its_rule_pass(settings, monkeypatch, name):
+    monkeypatch.setenv("LIBRARIAN_PINECONE_INDEX_NAME", name)
+    assert load_settings(data_dir=settings.data_dir).pinecone_index_name == name

@@ -30,6 +30,10 @@ TEST_API_KEY = "pc-test-key"
 DENSE_FIELD = "_values"
 SPARSE_FIELD = "_sparse_values"
 MAX_UPSERT_VECTORS = 1000
+# Pinecone's documented caps: 2 MB for an upsert request, 4 MB for a query result. "MB" is read as
+# 1,000,000 bytes, the stricter of the two readings, so a client that fits here fits there.
+MAX_UPSERT_REQUEST_BYTES = 2_000_000
+MAX_QUERY_RESULT_BYTES = 4_000_000
 MAX_EMBED_INPUTS = 96  # Pinecone's per-request limit for its hosted embedding models
 DENSE_EMBED_DIMENSIONS = {"multilingual-e5-large": 1024, "llama-text-embed-v2": 1024}
 SPARSE_EMBED_MODELS = {"pinecone-sparse-english-v0"}
@@ -54,6 +58,9 @@ class RecordedRequest:
     headers: dict[str, str]
     body: Any
     status: int = 0
+    size: int = 0  # request body bytes, as the SDK encoded them
+    response_size: int = 0  # response body bytes, as this server encoded them
+    response: Any = None  # the answer's JSON payload
 
     @property
     def namespace(self) -> str | None:
@@ -280,15 +287,39 @@ class PineconeWireServer(LoopbackServer):
             self.requests.clear()
 
     # ----- dispatch (called from handler threads)
-    def handle(self, method: str, raw_path: str, headers: dict[str, str], body: Any) -> tuple[int, Any]:
+    def handle(
+        self, method: str, raw_path: str, headers: dict[str, str], body: Any, size: int = 0
+    ) -> tuple[int, Any]:
+        _, status, payload = self._handle(method, raw_path, headers, body, size)
+        return status, payload
+
+    def _handle(
+        self, method: str, raw_path: str, headers: dict[str, str], body: Any, size: int
+    ) -> tuple[RecordedRequest, int, Any]:
         parts = urlsplit(raw_path)
         path = unquote(parts.path)
-        record = RecordedRequest(method, path, parse_qs(parts.query), headers, body)
+        record = RecordedRequest(method, path, parse_qs(parts.query), headers, body, size=size)
         with self._lock:
             self.requests.append(record)
             status, payload = self._dispatch(record)
+            record.status, record.response = status, payload
+            return record, status, payload
+
+    def encode_response(self, record: RecordedRequest, status: int, payload: Any) -> tuple[int, bytes]:
+        """Encode the answer once; a query result over Pinecone's 4 MB cap becomes its 400 instead."""
+        data = json.dumps(payload).encode()
+        if status == 200 and record.path.endswith("/query") and len(data) > MAX_QUERY_RESULT_BYTES:
+            status = 400
+            message = (
+                f"Query result size {len(data) / 1e6:.1f}MB exceeds the maximum supported size of 4MB; "
+                "lower top_k or leave out values or metadata"
+            )
+            data = json.dumps(
+                {"error": {"code": "INVALID_ARGUMENT", "message": message}, "status": status}
+            ).encode()
             record.status = status
-            return status, payload
+        record.response_size = len(data)
+        return status, data
 
     def _take_failure(self, path: str) -> int | None:
         for i, (status, suffix) in enumerate(self._failures):
@@ -374,6 +405,12 @@ class PineconeWireServer(LoopbackServer):
         return next(iter(self.indexes.values())), path
 
     def _upsert(self, index: WireIndex, req: RecordedRequest) -> dict[str, Any]:
+        if req.size > MAX_UPSERT_REQUEST_BYTES:
+            raise WireError(
+                400,
+                "INVALID_ARGUMENT",
+                f"Request size {req.size / 1e6:.1f}MB exceeds the maximum supported size of 2MB",
+            )
         vectors = req.body.get("vectors") or []
         if len(vectors) > MAX_UPSERT_VECTORS:
             raise WireError(400, "INVALID_ARGUMENT", f"at most {MAX_UPSERT_VECTORS} vectors per upsert")
@@ -568,8 +605,8 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             body = None
         headers = {k.lower(): v for k, v in self.headers.items()}
-        status, payload = self.wire.handle(self.command, self.path, headers, body)
-        data = json.dumps(payload).encode()
+        record, status, payload = self.wire._handle(self.command, self.path, headers, body, len(raw))
+        status, data = self.wire.encode_response(record, status, payload)
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +28,16 @@ class RecordedRequest:
     body: bytes
     json: Any = None
     files: dict[str, tuple[str, bytes, str]] = field(default_factory=dict)  # field -> (name, data, type)
+    at: float = 0.0  # time.monotonic() when the request arrived
+
+
+@dataclass
+class WireJob:
+    """One `/parse_async` job: its finished response, and how many polls it has answered."""
+
+    response: dict[str, Any]
+    polls: int = 0
+    failure: dict[str, Any] | None = None  # Reducto's ErrorDetail when the job fails
 
 
 def default_chunks(data: bytes, filename: str) -> list[dict[str, Any]]:
@@ -66,8 +77,13 @@ class ReductoWireServer:
         self.results: dict[str, dict[str, Any]] = {}
         self.result_type = "full"  # or "url"
         self.chunker: Callable[[bytes, str], list[dict[str, Any]]] = default_chunks
-        self.failures: list[tuple[str, int, dict[str, Any]]] = []  # (path, status, body), consumed in order
+        # (path, status, body, headers), consumed in order; a path matches itself and what is below it
+        self.failures: list[tuple[str, int, dict[str, Any], dict[str, str]]] = []
         self.num_pages = 1
+        self.jobs: dict[str, WireJob] = {}
+        self.pending_polls = 0  # polls a new job answers `Pending` before it completes
+        self.hold_jobs = threading.Event()  # while set, every job stays `Pending`
+        self.fail_jobs_with: dict[str, Any] | None = None  # ErrorDetail for jobs submitted from now on
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer((host, port), self._handler())
         self._thread: threading.Thread | None = None
@@ -88,20 +104,34 @@ class ReductoWireServer:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def fail_next(self, path: str, status: int, body: dict[str, Any] | None = None) -> None:
-        self.failures.append((path, status, body or {"detail": f"forced {status}"}))
+    def fail_next(
+        self,
+        path: str,
+        status: int,
+        body: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self.failures.append((path, status, body or {"detail": f"forced {status}"}, headers or {}))
 
     def requests_to(self, path: str) -> list[RecordedRequest]:
         return [r for r in self.requests if r.path == path]
 
+    def polls(self) -> list[RecordedRequest]:
+        """Every `GET /job/{id}`, in order."""
+        return [r for r in self.requests if r.method == "GET" and r.path.startswith("/job/")]
+
+    @property
+    def submissions(self) -> int:
+        return len(self.requests_to("/parse_async"))
+
     # --- request handling
 
-    def _take_failure(self, path: str) -> tuple[int, dict[str, Any]] | None:
+    def _take_failure(self, path: str) -> tuple[int, dict[str, Any], dict[str, str]] | None:
         with self._lock:
-            for index, (fail_path, status, body) in enumerate(self.failures):
-                if fail_path == path:
+            for index, (fail_path, status, body, headers) in enumerate(self.failures):
+                if path == fail_path or path.startswith(fail_path.rstrip("/") + "/"):
                     del self.failures[index]
-                    return status, body
+                    return status, body, headers
         return None
 
     def _upload(self, request: RecordedRequest) -> tuple[int, dict[str, Any]]:
@@ -116,8 +146,32 @@ class ReductoWireServer:
         upload = self.uploads.get(str(body.get("input")))
         if upload is None:
             return 404, {"detail": "input file not found"}
-        name, data, _ = upload
+        return 200, self._parse_response(upload, uuid.uuid4().hex)
+
+    def _parse_async(self, request: RecordedRequest) -> tuple[int, dict[str, Any]]:
+        body = request.json if isinstance(request.json, dict) else {}
+        upload = self.uploads.get(str(body.get("input")))
+        if upload is None:
+            return 404, {"detail": "input file not found"}
         job_id = uuid.uuid4().hex
+        with self._lock:
+            self.jobs[job_id] = WireJob(self._parse_response(upload, job_id), failure=self.fail_jobs_with)
+        return 200, {"job_id": job_id}
+
+    def _job(self, request: RecordedRequest) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            job = self.jobs.get(request.path.rsplit("/", 1)[-1])
+            if job is None:
+                return 404, {"detail": "job not found"}
+            job.polls += 1
+            if self.hold_jobs.is_set() or job.polls <= self.pending_polls:
+                return 200, {"status": "Pending", "progress": min(0.99, job.polls / (self.pending_polls + 1))}
+        if job.failure is not None:
+            return 200, {"status": "Failed", "reason": job.failure.get("message"), "error": job.failure}
+        return 200, {"status": "Completed", "progress": 1.0, "result": job.response}
+
+    def _parse_response(self, upload: tuple[str, bytes, str], job_id: str) -> dict[str, Any]:
+        name, data, _ = upload
         full = {"type": "full", "chunks": self.chunker(data, name), "ocr": None, "custom": None}
         if self.result_type == "url":
             self.results[job_id] = full
@@ -128,7 +182,7 @@ class ReductoWireServer:
             }
         else:
             result = full
-        return 200, {
+        return {
             "response_type": "parse",
             "job_id": job_id,
             "duration": 0.01,
@@ -143,10 +197,12 @@ class ReductoWireServer:
             def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
                 return
 
-            def _send(self, status: int, payload: Any) -> None:
+            def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -155,7 +211,9 @@ class ReductoWireServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                request = RecordedRequest(self.command, self.path.split("?")[0], headers, body)
+                request = RecordedRequest(
+                    self.command, self.path.split("?")[0], headers, body, at=time.monotonic()
+                )
                 content_type = headers.get("content-type", "")
                 if content_type.startswith("application/json") and body:
                     request.json = json.loads(body)
@@ -167,6 +225,13 @@ class ReductoWireServer:
 
             def do_GET(self) -> None:
                 request = self._record()
+                if request.path.startswith("/job/"):
+                    if request.headers.get("authorization") != f"Bearer {server.api_key}":
+                        self._send(401, {"detail": "invalid api key"})
+                        return
+                    failure = server._take_failure(request.path)
+                    self._send(*(failure or server._job(request)))
+                    return
                 if request.path.startswith("/results/"):
                     result = server.results.get(request.path.rsplit("/", 1)[-1])
                     self._send(200, result) if result else self._send(404, {"detail": "no such result"})
@@ -182,7 +247,11 @@ class ReductoWireServer:
                 if failure is not None:
                     self._send(*failure)
                     return
-                routes = {"/upload": server._upload, "/parse": server._parse}
+                routes = {
+                    "/upload": server._upload,
+                    "/parse": server._parse,
+                    "/parse_async": server._parse_async,
+                }
                 route = routes.get(request.path)
                 self._send(*(route(request) if route else (404, {"detail": "not found"})))
 

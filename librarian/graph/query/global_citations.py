@@ -13,12 +13,32 @@ from collections.abc import Sequence
 from librarian.graph.query.global_inputs import CommunityInput
 from librarian.graph.query.global_search import GlobalResult
 
-CITATION = re.compile(r"\[Community ID: ([^\]|]+?)\]")
+# "[Community ID: 3]" as the prompt asks, and "[Community IDs: 3, 5]" as models also write; never a
+# map label "[Community ID: 3 | summary part 1]"
+CITATION = re.compile(r"\[Community IDs?: ([^\]|]+?)\]")
+
+
+def ids_in(citation: str) -> list[str]:
+    """The community ids inside one citation's captured group ("3" or "3, 5")."""
+    return [part.strip() for part in citation.split(",") if part.strip()]
 
 
 def cited_community_ids(answer: str) -> list[str]:
     """Community ids an answer cites with `[Community ID: n]`, in order of first citation."""
-    return list(dict.fromkeys(m.strip() for m in CITATION.findall(answer)))
+    return list(dict.fromkeys(i for m in CITATION.findall(answer) for i in ids_in(m)))
+
+
+def quoted_chunk_scores(result: GlobalResult, inputs: Sequence[CommunityInput]) -> dict[str, float]:
+    """Chunk id -> cosine of the offline map's quote of one of its claims (best when quoted twice)."""
+    by_id = {c.id: c for c in inputs}
+    scores: dict[str, float] = {}
+    for answer in result.selected:
+        for quote in answer.quotes:
+            community = by_id.get(quote.community_id)
+            for claim in community.claims if community else []:
+                if " ".join(claim.text.split()) == quote.text:
+                    scores[claim.chunk_id] = max(scores.get(claim.chunk_id, 0.0), quote.score)
+    return scores
 
 
 def cited_chunks(result: GlobalResult, inputs: Sequence[CommunityInput]) -> list[tuple[str, str]]:

@@ -132,3 +132,26 @@ def live_inputs(inputs: Sequence[CommunityInput], live_paths: set[str]) -> list[
         claims = [cl for cl in community.claims if cl.path in live_paths]
         kept.append(dataclasses.replace(community, claims=claims, provenance=provenance))
     return kept
+
+
+def with_community_support(
+    sources: Sequence[Any],
+    communities_of: dict[str, list[str]],
+    inputs: Sequence[CommunityInput],
+    augment_budget: int = AUGMENT_BUDGET,
+) -> list[Any]:
+    """Each source with `support`: the text (`augmented_text`: title, report, live claims) of every
+    community it stands for, exactly what the map step read of them.
+
+    A global answer's sentence is written from those texts, so that is what its citation is checked
+    against (`librarian.answers.source_support`), besides the chunk itself."""
+    by_id = {c.id: c for c in inputs}
+    out: list[Any] = []
+    for source in sources:
+        support = [
+            {"kind": "community", "id": cid, "text": augmented_text(by_id[cid], augment_budget)}
+            for cid in communities_of.get(source["id"], [])
+            if cid in by_id
+        ]
+        out.append({**source, "support": support})
+    return out

@@ -15,7 +15,8 @@ Reference behaviour (graphrag-ts `GraphRAGRetrievalService.retrieve`), kept with
    filter call `{"selectedCommunityIds": [...]}` keeps the relevant ones;
 6. evidence claims: claims whose subject or object is a member of a selected community, with their
    source document and chunk.
-Every evidence item maps to a `Source` (`path, page, bbox`), the shape search sources have.
+Every evidence item maps to a `Source` (`path, page, bbox`), the shape search sources have, with
+the graph channels behind its rank under `scores["graph"]` (`librarian.graph.query.source_scores`).
 
 Added: **bridge expansion.** Multi-hop questions ("the woman who portrayed X in film Y") need a
 second passage reachable only through an entity named in the first. The named entities the graph
@@ -66,6 +67,7 @@ from librarian.graph.query.local_ranking import (
 from librarian.graph.query.match import MatchedEntity, match_entities
 from librarian.graph.query.parse import ParsedQuery, parse_query
 from librarian.graph.query.snapshot import GraphSnapshot, check_dimension, community_documents, load_snapshot
+from librarian.graph.query.source_scores import local_scores
 from librarian.retrieval.excerpts import excerpt
 from librarian.retrieval.search import SearchOptions, Source, SourceScores, search
 from librarian.stack import Stack
@@ -95,6 +97,7 @@ class MatchedEntityOut(TypedDict):
     displayName: str
     matchType: str
     score: float
+    channels: dict[str, float]  # match channel -> its own score (the parts `score` fuses)
 
 
 class CommunityOut(TypedDict):
@@ -497,6 +500,7 @@ def _result(
                 displayName=by_key[m.id].name if m.id in by_key else m.name,
                 matchType=m.match_type,
                 score=m.score,
+                channels=dict(m.channels),
             )
             for m in matched
         ],
@@ -570,4 +574,18 @@ async def local_search(
         run, [evidence_ids, chain], found.claims, [*vector_sources, *bridge_sources]
     )
     sources, evidence, claim_evidence = _cite(order, known, found.claims, options.sources_limit)
+    sources = local_scores(
+        sources,
+        evidence_ids=evidence_ids,
+        vector_ids=[s["id"] for s in vector_sources],
+        keyword_ids=[h.chunk_id for h in found.hits],
+        chain=chain,
+        bridge_ids=[s["id"] for s in bridge_sources],
+        rrf_k=options.rrf_k,
+        claims=found.claims,
+        communities=found.communities,
+        members_of={c["id"]: snapshot.communities[c["id"]].members for c in found.communities},
+        matched=matched,
+        chunk_entities=snapshot.chunk_entities,
+    )
     return _result(run, parsed, matched, found, sources, evidence, claim_evidence)

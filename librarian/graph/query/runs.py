@@ -14,13 +14,19 @@ from collections.abc import Callable
 from typing import Any
 
 from librarian.chat_model import chat_model_from_settings
-from librarian.graph.query.global_citations import cited_chunks
-from librarian.graph.query.global_inputs import live_inputs, load_communities, provenance_probes
+from librarian.graph.query.global_citations import cited_chunks, cited_community_ids, quoted_chunk_scores
+from librarian.graph.query.global_inputs import (
+    live_inputs,
+    load_communities,
+    provenance_probes,
+    with_community_support,
+)
 from librarian.graph.query.global_llm import LLMMapper, llm_reducer
 from librarian.graph.query.global_offline import OfflineMapper, offline_reducer
 from librarian.graph.query.global_search import GlobalOptions, global_search
 from librarian.graph.query.liveness import Liveness
 from librarian.graph.query.local_search import LocalOptions, chunk_source, local_search
+from librarian.graph.query.source_scores import global_scores
 from librarian.retrieval.search import Source
 from librarian.stack import Stack
 from librarian.tenancy import validate_organization_id
@@ -73,7 +79,13 @@ async def run_global(
     options: GlobalOptions | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> dict[str, Any]:
-    """Global search in the organization's published graph; sources are the cited chunks."""
+    """Global search in the organization's published graph; sources are the cited chunks.
+
+    Each source carries its graph scores (`source_scores.global_scores`: the map usefulness of the
+    communities it stands for is its `score`) and, under `support`, the report and claims of those
+    communities as the map read them, so the citation check can hold a sentence citing a community
+    to what that community says (`librarian.answers.source_support`).
+    """
     org = validate_organization_id(organization_id)
     options = options or GlobalOptions()
     graph = await asyncio.to_thread(lambda: stack.graph_store.scope(org))  # may open files: off the loop
@@ -106,6 +118,13 @@ async def run_global(
             sources.append(chunk_source(by_id[chunk_id], 0.0))
         if chunk_id in by_id:
             community_of.setdefault(chunk_id, []).append(community_id)
+    cited_order = cited_community_ids(result.answer) or result.cited_communities
+    sources = global_scores(
+        sources, community_of, result.selected, cited_order, quoted_chunk_scores(result, inputs)
+    )
+    sources = await asyncio.to_thread(  # counts tokens: off the event loop
+        with_community_support, sources, community_of, inputs, options.augment_budget
+    )
     return {
         "status": result.status,
         "answer": result.answer,

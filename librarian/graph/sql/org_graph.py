@@ -42,7 +42,13 @@ class SqlGraphStore(GraphStore):
     engine: Engine
 
     def scope(self, org: str | None) -> OrgGraph:
-        return SqlOrgGraph(self.engine, validate_organization_id(org))
+        organization_id = validate_organization_id(org)
+        return SqlOrgGraph(self.engine_for(organization_id), organization_id)
+
+    def engine_for(self, organization_id: str) -> Engine:
+        """The engine one organization's scope runs on; an engine with its own tenancy guard (PostgreSQL's
+        row-level security) binds each transaction to the organization here."""
+        return self.engine
 
     def close(self) -> None:
         self.engine.close()
