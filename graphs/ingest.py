@@ -19,7 +19,10 @@ Python builds its own with `build_ingest_graph(checkpointer=...)`, which parses 
 
 from __future__ import annotations
 
-from langchain_core.runnables import RunnableLambda
+import functools
+from typing import Any
+
+from langchain_core.runnables import Runnable, RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Checkpointer, RetryPolicy
 
@@ -57,6 +60,20 @@ def add_ingest_nodes(builder: StateGraph, nodes: IngestNodes) -> StateGraph:
     return builder
 
 
+class _NodeLambda(RunnableLambda):
+    """A node with a blocking and an awaitable form, holding no stack after the graph is dropped.
+
+    `RunnableLambda.deps` looks for nested runnables through langchain_core's process-wide
+    `get_function_nonlocals` cache, keyed by the function: for a bound method of `IngestNodes` that
+    keeps the nodes, and so their stack (models, index), alive for the life of the process. The
+    node's forms call no nested runnable, so there is nothing to find.
+    """
+
+    @functools.cached_property
+    def deps(self) -> list[Runnable[Any, Any]]:
+        return []
+
+
 def build_ingest_graph(
     stack: StackSupplier = get_stack, checkpointer: Checkpointer = None, offload: IngestOffload | None = None
 ):
@@ -78,7 +95,7 @@ def build_ingest_graph(
     )
     # Both forms in one node: LangGraph runs `afunc` when the graph runs async (the server, whatever
     # the offload setting) and `func` for plain Python's synchronous stream.
-    await_parse = RunnableLambda(nodes.await_parse, afunc=nodes.aawait_parse, name="await_parse")
+    await_parse = _NodeLambda(nodes.await_parse, afunc=nodes.aawait_parse, name="await_parse")
     builder.add_node(
         "await_parse",
         await_parse,
