@@ -40,6 +40,7 @@ GRAPH_TOOLS_PROMPT = """
   | a plain lookup (a fact, a number, a passage) | `search_documents` |
   | relations, local facts, source support for a named entity; multi-hop questions | `graph_local_search` |
   | cross-topic overview, main themes, trends, how something changes, synthesis | `graph_global_search` |
+  | broad but about one thing: how X affects / relates to the rest, what depends on X | `graph_drift_search` |
   If a graph tool says there is no knowledge graph, use `search_documents`."""
 
 

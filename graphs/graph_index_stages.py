@@ -28,7 +28,13 @@ from graphs.graph_index_state import (
     ExtractResult,
     SkippedDocument,
 )
-from librarian.graph.communities import annotate, detect_communities, index_claims, member_claims
+from librarian.graph.communities import (
+    CommunityDetectionError,
+    annotate,
+    detect_communities,
+    index_claims,
+    member_claims,
+)
 from librarian.graph.extract import extractor_key, get_extractor
 from librarian.graph.merge import merge_extractions
 from librarian.graph.model import ChunkRef, Community, DocumentRef
@@ -218,12 +224,17 @@ def communities_stage(stack: Stack, org: str, version: int) -> dict[str, int]:
         edges = graph.edges(version=version)
         claims = graph.claims_for([e.name for e in entities], version=version)
         settings = stack.settings
-        found = detect_communities(
-            edges,
-            seed=settings.graph_leiden_seed,
-            max_cluster_size=settings.graph_max_cluster_size,
-            previous=graph.communities(),  # the published partition: unchanged parts stay as they are
-        )
+        try:
+            found = detect_communities(
+                edges,
+                seed=settings.graph_leiden_seed,
+                max_cluster_size=settings.graph_max_cluster_size,
+                previous=graph.communities(),  # the published partition: unchanged parts stay as they are
+            )
+        except CommunityDetectionError:  # Leiden failed even from scratch: this version cannot publish
+            log.exception("community detection for version %s in %s failed", version, org)
+            graph.abort(version)
+            raise
         annotate(found, entities, edges, claims)
         graph.write_communities(version, found)
     per_level: dict[str, int] = defaultdict(int)
@@ -245,6 +256,8 @@ def summarize_stage(
     entities = {e.name: e for e in graph.entities(version=version)}
     edges = graph.edges(version=version)
     by_subject = index_claims(graph.claims_for(list(entities), version=version))
+    claim_chunks = sorted({c.chunk_id for claims in by_subject.values() for c in claims})
+    chunk_texts = {c.chunk_id: c.text for c in graph.chunks(claim_chunks, version=version)}  # headings
     by_id = {c.id: c for c in communities}
     todo: list[Community] = []
     for community in communities:
@@ -264,6 +277,7 @@ def summarize_stage(
             edges=[e for e in edges if e.source in members and e.target in members],
             claims=member_claims(community.members, by_subject),
             children=[by_id[k] for k in community.children if k in by_id],
+            chunk_texts=chunk_texts,
         )
 
     def run(community: Community) -> None:

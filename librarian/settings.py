@@ -187,6 +187,11 @@ class Settings(BaseSettings):
     graph_global_max_map_budget: int = Field(default=32000, ge=1000)  # tokens per map prompt
     graph_global_max_reduce_budget: int = Field(default=32000, ge=1000)  # tokens of the reduce prompt
     graph_global_max_concurrency: int = Field(default=8, ge=1)  # map calls in flight per question
+    # DRIFT search (librarian.graph.query.drift_search): community reports the primer reads, follow-up
+    # questions answered by local search per step, and how many steps (local searches = steps x follow-ups)
+    graph_drift_primer_k: int = Field(default=5, ge=1, le=50)
+    graph_drift_followups: int = Field(default=3, ge=1, le=10)
+    graph_drift_depth: int = Field(default=2, ge=1, le=5)
 
     # --- chat model
     chat_model: str | None = None

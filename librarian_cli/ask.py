@@ -14,7 +14,7 @@ from typing import Any
 from librarian_cli.common import add_json_argument, add_org_argument, console, load_stack, require_documents
 from librarian_cli.output import print_json
 
-MODES = ["auto", "search", "local", "global"]
+MODES = ["auto", "search", "local", "global", "drift"]
 CITED_FIELDS = ("filename", "page", "path")
 
 
@@ -25,7 +25,8 @@ def add_ask_command(subparsers: Any) -> argparse.ArgumentParser:
         "--mode",
         choices=MODES,
         default="auto",
-        help="search: the agent; local/global: GraphRAG; auto (default): chosen from the question",
+        help="search: the agent; local/global/drift: GraphRAG (drift: a primer over community reports, "
+        "then local follow-ups; LIBRARIAN_GRAPH_DRIFT_*); auto (default): chosen from the question",
     )
     budgets = ask.add_argument_group(
         "global search (--mode global)",
@@ -33,6 +34,11 @@ def add_ask_command(subparsers: Any) -> argparse.ArgumentParser:
     )
     for flag, key, what in GLOBAL_FLAGS:
         budgets.add_argument(flag, dest=key, type=int, metavar="N", help=what)
+    ask.add_argument(
+        "--details",
+        action="store_true",
+        help="also show what the answer stands on: matched entities, communities, all the evidence",
+    )
     add_org_argument(ask)
     add_json_argument(ask)
     return ask
@@ -55,7 +61,7 @@ def global_overrides(args: argparse.Namespace) -> dict[str, int] | None:
 
 def cmd_ask(args: argparse.Namespace) -> int:
     """One question (chat model if configured, else extractive) with its citations, by --mode:
-    search (the agent), graph local, graph global, or auto (chosen from the question)."""
+    search (the agent), graph local, graph global, graph DRIFT, or auto (chosen from the question)."""
     import asyncio
 
     stack = load_stack()
@@ -78,11 +84,27 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 "citations": citations,
                 "sources": result["sources"],
                 "verification": records,
+                **({"details": result["details"]} if args.details else {}),
             }
         )
         return 0
     print_answer(result, citations, records)
+    if args.details:
+        print_details(result["details"])
     return 0
+
+
+def print_details(details: dict[str, Any]) -> None:
+    """The answer's details on request (`--details`): a short answer first, what it stands on after."""
+    from rich.text import Text
+
+    entities = [e.get("displayName") or e.get("name", "") for e in details.get("matchedEntities") or []]
+    if entities:
+        console().print(Text(f"Matched entities: {', '.join(entities)}", style="dim"))
+    for community in details.get("communities") or []:
+        console().print(Text(f"Community {community['id']}: {community['title']}", style="dim"))
+    for n, item in enumerate(details.get("evidence") or [], start=1):
+        console().print(Text(f"Evidence {n} ({item.get('kind', '')}): {item.get('text', '')}", style="dim"))
 
 
 def cited_sources(answer: str, sources: list[dict[str, Any]]) -> list[dict[str, Any]]:

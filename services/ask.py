@@ -1,7 +1,8 @@
 """`librarian ask --mode`: choose (or take) a retrieval path, retrieve, answer, with sources.
 
-Above the graphs because the search path runs the agent graph itself (with graph routing off: the
-path is already chosen); the graph paths run the engines of `librarian.graph.query.runs`, shape
+Paths: search (the agent), graph local, graph global, graph DRIFT. Above the graphs because the
+search path runs the agent graph itself (with graph routing off: the path is already chosen); the
+graph paths run the engines of `librarian.graph.query.runs`, shape
 their answers with `librarian.answers.modes` and check their citations with
 `librarian.answers.checked` (the agent checks its own).
 """
@@ -16,10 +17,18 @@ from langchain_core.messages import HumanMessage
 from graphs.agent import build_agent
 from librarian.answers.checked import check_draft
 from librarian.answers.extractive import Draft
-from librarian.answers.modes import ModeAnswer, global_answer, has_graph, local_answer, resolve_mode
+from librarian.answers.modes import (
+    ModeAnswer,
+    drift_answer,
+    global_answer,
+    has_graph,
+    local_answer,
+    resolve_mode,
+)
 from librarian.chat_model import chat_model_from_settings
+from librarian.graph.query.drift_search import DriftOptions
 from librarian.graph.query.global_limits import global_options
-from librarian.graph.query.runs import NO_GRAPH, run_global, run_local
+from librarian.graph.query.runs import NO_GRAPH, run_drift, run_global, run_local
 
 
 async def answer_with_mode(
@@ -66,7 +75,21 @@ async def answer_with_mode(
         else:
             draft = await local_answer(stack, question, result, model)
         answer, citations = await check_draft(stack, draft, model)
-        details = {k: result[k] for k in ("parsed", "matchedEntities", "bridgeEntities", "communities")}
+        keys = ("parsed", "matchedEntities", "bridgeEntities", "communities", "evidence")
+        details = {k: result[k] for k in keys if k in result}  # shown on request (`--details`)
+        return ModeAnswer(
+            mode=chosen,
+            chosenBy=chosen_by,
+            answer=answer,
+            status=result["status"],
+            sources=list(result["sources"]),
+            details={**details, "citations": citations},
+        )
+    if chosen == "drift":  # primer, local follow-ups, reduce: `librarian.graph.query.drift_search`
+        options_drift = DriftOptions.from_settings(stack.settings)
+        result = await run_drift(stack, organization_id, question, model=model, options=options_drift)
+        answer, citations = await check_draft(stack, drift_answer(result), model)
+        details = {k: result[k] for k in result if k not in ("answer", "sources", "status")}
         return ModeAnswer(
             mode=chosen,
             chosenBy=chosen_by,

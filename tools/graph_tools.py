@@ -1,5 +1,5 @@
-"""The agent's graph tools, `graph_local_search` and `graph_global_search`, thin over
-`librarian.graph.query.runs`.
+"""The agent's graph tools, `graph_local_search`, `graph_global_search` and `graph_drift_search`,
+thin over `librarian.graph.query.runs`.
 
 Like `search_documents`, the model sees only the question (and, for global, an optional community
 level): the organization comes from trusted run configuration through the injected `ToolRuntime`
@@ -28,9 +28,11 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
+from librarian.answers.modes import renumber_citations
 from librarian.answers.numbering import Renderer, number_sources
+from librarian.graph.query.drift_search import DriftOptions
 from librarian.graph.query.global_limits import global_options, run_overrides
-from librarian.graph.query.runs import NO_GRAPH, chat_model, run_global, run_local
+from librarian.graph.query.runs import NO_GRAPH, chat_model, run_drift, run_global, run_local
 from librarian.retrieval.excerpts import numbered_excerpts
 from librarian.retrieval.search import Source
 from librarian.stack import Stack, get_stack
@@ -46,6 +48,12 @@ GLOBAL_DESCRIPTION = (
     "community summaries: main themes, overviews, trends, how something changes across the corpus. "
     "Returns a synthesised answer with numbered sources; cite them as [n]."
 )
+DRIFT_DESCRIPTION = (
+    "Answer a broad question about something specific (how X affects, relates to or fits into the rest; "
+    "what depends on X) from the knowledge graph: first the closest community summaries, then local "
+    "searches on the follow-up questions they raise. Returns an answer with numbered sources; cite "
+    "them as [n]."
+)
 # ------------------------------------------------------------------------------------------- tools
 
 
@@ -60,6 +68,10 @@ class GraphGlobalArgs(BaseModel):
     level: int | None = Field(
         default=None, ge=0, le=8, description="Community level (0 = coarsest); omit for the finest."
     )
+
+
+class GraphDriftArgs(BaseModel):
+    query: str = Field(description="The question: what it is about, and the reach it asks about.")
 
 
 def _render(numbered: list[tuple[int, Source]], head: str) -> str:
@@ -85,10 +97,26 @@ def render_global(result: dict[str, Any], numbered: list[tuple[int, Source]]) ->
     return _render(numbered, head)
 
 
+def render_drift(result: dict[str, Any], numbered: list[tuple[int, Source]]) -> str:
+    """What the model reads of a DRIFT result: its answer with `[n]` as `numbered` gives them."""
+    if result.get("status") == "no_graph":
+        return NO_GRAPH
+    numbers = {source["id"]: n for n, source in numbered}
+    answer = renumber_citations(result["answer"], list(result.get("sources") or []), numbers)
+    head = f"DRIFT answer (status: {result['status']}):\n{answer}"
+    if numbered:
+        head += "\n\nEvidence of the follow-up searches:"
+    return _render(numbered, head)
+
+
 # The agent re-renders tool messages with their final `[n]` once parallel calls' sources are merged
 # (`librarian.answers.numbering.renumber_search_results`): without these, a graph tool called beside
 # `search_documents` in one turn would number its excerpts from the same start and collide.
-RENDERERS: dict[str, Renderer] = {"graph_local_search": render_local, "graph_global_search": render_global}
+RENDERERS: dict[str, Renderer] = {
+    "graph_local_search": render_local,
+    "graph_global_search": render_global,
+    "graph_drift_search": render_drift,
+}
 
 
 def _organization(config: RunnableConfig, runtime: ToolRuntime | None) -> tuple[str, ToolRuntime | None]:
@@ -113,7 +141,7 @@ def _known(runtime: ToolRuntime | None) -> list[Source]:
 
 
 def make_graph_tools(stack: Callable[[], Stack] = get_stack) -> list[BaseTool]:
-    """`graph_local_search` and `graph_global_search` over a stack supplier."""
+    """`graph_local_search`, `graph_global_search` and `graph_drift_search` over a stack supplier."""
 
     @tool("graph_local_search", args_schema=GraphLocalArgs, description=LOCAL_DESCRIPTION)
     async def graph_local_search(
@@ -146,4 +174,19 @@ def make_graph_tools(stack: Callable[[], Stack] = get_stack) -> list[BaseTool]:
         numbered = number_sources(_known(trusted), result["sources"])
         return _command(trusted, render_global(result, numbered), result, result["sources"])
 
-    return [graph_local_search, graph_global_search]
+    @tool("graph_drift_search", args_schema=GraphDriftArgs, description=DRIFT_DESCRIPTION)
+    async def graph_drift_search(
+        query: str,
+        config: RunnableConfig,
+        runtime: ToolRuntime = None,  # type: ignore[assignment]
+    ) -> Command | dict[str, Any]:
+        organization_id, trusted = _organization(config, runtime)
+        current = stack()
+        options = DriftOptions.from_settings(current.settings)
+        result = await run_drift(current, organization_id, query, model=chat_model(current), options=options)
+        if trusted is None:
+            return result
+        numbered = number_sources(_known(trusted), result["sources"])
+        return _command(trusted, render_drift(result, numbered), result, result["sources"])
+
+    return [graph_local_search, graph_global_search, graph_drift_search]

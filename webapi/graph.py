@@ -1,12 +1,16 @@
-"""The GraphRAG routes: an admin's rebuild and cancel, the index's status, and the read-only views of
-the web app (`webapi.graph_view`). Scheduling, cancelling and status are `services.graph_index_runs`.
+"""The GraphRAG routes: an admin's rebuild and cancel, the index's status, the read-only views of
+the web app (`webapi.graph_view`) and a DRIFT question (`GET /orgs/{org}/graph/drift`, answered by
+`services.ask.answer_with_mode` like `librarian ask --mode drift`, citations checked). Scheduling,
+cancelling and status are `services.graph_index_runs`.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+import asyncio
+from typing import Annotated, Any
 
 from fastapi.responses import JSONResponse
+from pydantic import Field
 
 from services.graph_index_runs import NoActiveBuildError, cancel_build, schedule_build, server_status
 from webapi.access import Access, Reader, admin
@@ -19,6 +23,8 @@ from webapi.models import (
     GraphCommunities,
     GraphStatus,
     LocalAnswer,
+    LocalSource,
+    Open,
 )
 from webapi.params import EntityName, Question
 from webapi.routing import librarian_router, refusals
@@ -110,3 +116,62 @@ async def graph_neighbourhood(access: Reader, entity: EntityName) -> JSONRespons
 )
 async def graph_local(access: Reader, q: Question) -> JSONResponse:
     return JSONResponse(await local_answer(access.org, q))
+
+
+class DriftFollowUp(Open):
+    question: str
+    depth: int = Field(description="1: raised by the primer; 2: by a follow-up of depth 1; ...")
+    score: float = Field(description="The rank it was asked at, among the pending follow-ups.")
+    answer: str
+    helpfulness: int = Field(description="0-100: how much it helped answer the question.")
+    sourceIds: list[str]
+
+
+class DriftAnswer(Open):
+    organization_id: str
+    version: int
+    status: str = Field(description="`completed`, or `no_results` when no evidence answered the question.")
+    question: str
+    answer: str = Field(description="Cites `sources` as [n] (1-based); unsupported sentences are marked.")
+    primer: dict[str, Any] = Field(description="The primer's broad answer, confidence and communities.")
+    followUps: list[DriftFollowUp]
+    communities: list[dict[str, Any]]
+    sources: list[LocalSource]
+    citations: list[dict[str, Any]] = Field(description="One record per checked sentence.")
+
+
+@router.get(
+    "/orgs/{org}/graph/drift",
+    response_model=DriftAnswer,
+    operation_id="getGraphDriftAnswer",
+    summary="DRIFT search: a primer over the closest community reports, local searches on the "
+    "follow-up questions it raises, then one answer citing their evidence.",
+    description="For broad questions about something specific (how X affects the rest). Offline "
+    "(no chat model) every step quotes the documents; with a chat model each step is a model call. "
+    "Its size is fixed by LIBRARIAN_GRAPH_DRIFT_PRIMER_K, _FOLLOWUPS and _DEPTH.",
+    response_description="The answer, its checked citations and the follow-up tree.",
+    responses=refusals({404: "No published graph yet (`no_graph`)."}),
+)
+async def graph_drift(access: Reader, q: Question) -> JSONResponse:
+    from librarian.stack import get_stack  # lazy: the agent's tools load models
+    from services.ask import answer_with_mode
+
+    stack = await asyncio.to_thread(get_stack)  # first use opens stores: off the event loop
+    answered = await answer_with_mode(stack, access.org, q, "drift")
+    details = answered["details"]
+    if answered["status"] == "no_graph" or details.get("version") is None:
+        raise ApiError(404, "no_graph", "this organization has no published knowledge graph yet")
+    return JSONResponse(
+        {
+            "organization_id": access.org,
+            "version": details["version"],
+            "status": answered["status"],
+            "question": q,
+            "answer": answered["answer"],
+            "primer": details["primer"],
+            "followUps": details["followUps"],
+            "communities": details["communities"],
+            "sources": answered["sources"],
+            "citations": details["citations"],
+        }
+    )

@@ -47,6 +47,7 @@ def communities(org: str) -> dict[str, Any]:
                 "summary": c.summary,
                 "size": len(c.members),
                 "members": [names.get(m, m) for m in c.members[:MAX_MEMBERS_SHOWN]],
+                "memberKeys": c.members[:MAX_MEMBERS_SHOWN],  # what a page looks a member up by
                 "rank": c.rank,
             }
             for c in sorted(found, key=lambda c: (c.level, -c.rank, c.id))
@@ -55,17 +56,27 @@ def communities(org: str) -> dict[str, Any]:
 
 
 def neighbourhood(org: str, entity: str) -> dict[str, Any]:
-    """`entity` is checked and stripped (`webapi.params.EntityName`)."""
+    """`entity` is checked and stripped (`webapi.params.EntityName`).
+
+    It may be a key (what `communities` lists in `memberKeys`), a display name or an alias: the key is
+    tried as given first, so a key never depends on normalising a label the same way twice.
+    """
     graph = get_stack().graph_store.scope(org)
     published = graph.published_version()
     if published is None:
         raise _no_graph()
     version = published.version
-    key = normalize_name(entity)
-    key = graph.resolve_names([key], version=version).get(key, key)
-    if not graph.entities([key], version=version):
+    key = _entity_key(graph, version, entity)
+    if key is None:
         raise ApiError(404, "unknown_entity", f"no entity {entity!r} in this organization's graph")
     return {"organization_id": org, "version": version, "center": key, **_picture(graph, version, [key])}
+
+
+def _entity_key(graph: Any, version: int, entity: str) -> str | None:
+    """The key of the entity named `entity` (a key, a display name or an alias), or None."""
+    candidates = list(dict.fromkeys([entity, normalize_name(entity)]))
+    resolved = graph.resolve_names(candidates, version=version)  # keys and aliases, known ones only
+    return next((resolved[c] for c in candidates if c in resolved), None)
 
 
 def _picture(graph: Any, version: int, keys: list[str]) -> dict[str, Any]:
@@ -92,6 +103,7 @@ async def local_answer(org: str, question: str) -> dict[str, Any]:
     """`run_local` for the caller's organization, shaped for the page: every evidence item carries
     the 1-based number of its source, so the page links it to the same viewer as a chat citation,
     and the matched entities come with their neighbourhood so the page can draw them."""
+    from librarian.answers.local_brief import page_brief
     from librarian.graph.query.runs import chat_model, run_local  # lazy: the agent's tools load models
 
     stack = await asyncio.to_thread(get_stack)  # first use opens stores: off the event loop
@@ -134,6 +146,8 @@ async def local_answer(org: str, question: str) -> dict[str, Any]:
             {k: s[k] for k in ("id", "path", "filename", "page", "bbox", "text", "score")} for s in sources
         ],
         "neighbourhood": {"matched": matched, **picture} if picture else None,
+        # the few sentences that answer, most relevant first; the page shows the rest on request
+        "brief": await asyncio.to_thread(page_brief, stack, question, sources),
     }
 
 

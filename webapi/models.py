@@ -161,6 +161,9 @@ class GraphCommunity(Open):
     summary: str
     size: int
     members: list[str] = Field(description="Display names of its first members.")
+    memberKeys: list[str] = Field(
+        default=[], description="Entity keys of those members, same order: look members up by these."
+    )
     rank: float
 
 
@@ -227,3 +230,4 @@ class LocalAnswer(Open):
     relevantContext: str
     sources: list[LocalSource]
     neighbourhood: LocalNeighbourhood | None
+    brief: list[dict[str, Any]] = []  # [{"text", "sources": [n], "score"}], most relevant first

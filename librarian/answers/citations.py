@@ -80,6 +80,9 @@ class PairJudge(Protocol):
 QUOTE_MIN_CHARS = 25  # a shorter shared string ("Refund policy") is a topic, not a quote
 
 
+_COMMUNITY_CITATION = re.compile(r"\[Community IDs?: [^\]]*\]")
+
+
 def quoted_span(
     sentence: str, text: str, spans: Sequence[tuple[int, int]]
 ) -> tuple[tuple[int, int], bool] | None:
@@ -88,7 +91,8 @@ def quoted_span(
     Markdown links ignored). `whole` when the answer sentence is that sentence or its beginning: a
     clause from its middle may follow a "not" the quote left out, so it gets the span but no verdict.
     None when no sentence of at least `QUOTE_MIN_CHARS` is shared."""
-    claim = normal_words(clean_quote(strip_markers(sentence)))
+    # a global answer's "[Community ID: 3]" names where the quote came from; it is not quoted text
+    claim = normal_words(clean_quote(strip_markers(_COMMUNITY_CITATION.sub("", sentence))))
     found: tuple[int, tuple[int, int], bool] | None = None
     for start, end in spans:
         piece = normal_words(clean_quote(text[start:end]))

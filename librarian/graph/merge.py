@@ -13,10 +13,20 @@ graph, and an entity, edge or claim that no remaining document supports simply i
    mentions of the next candidate (so an ambiguous surname shared by several people stays separate).
    Both must be person entities (their most frequent type is PERSON), and the longer name must not
    start with a kept title ("Fezziwig" is not merged into "Mrs. Fezziwig").
-The canonical entity is the longest name of the group; every other key becomes an alias of it.
+4. Name variants of one thing are grouped *before* rules 2-3: surface forms whose keys are equal once the
+   head noun (the last word) is singular ("absolute paths" / "absolute path", "spirits" / "spirit"), the
+   surface forms an extractor filed under one key (an older payload's lemma key "7.3.1 loading datum"),
+   and a record's optional `variant` key (the extractor's own plural-folded key). The group is named by
+   its most frequent surface form (ties: the longer, then alphabetical). Person names are not folded
+   ("Jones" is not "Jone").
+The canonical entity is the longest untitled name of the group; every other key becomes an alias of it.
 
-Noun phrases (type NOUN_PHRASE, local extractor) named only once in the whole organization are dropped
-as noise; named entities are always kept.
+**Name rule** (the invariant every reader relies on): an entity's key is `normalize_name(display_name)`.
+Keys are computed from the surface form (`display`), never from a lemma, so a page that has only the
+display name (or an alias) resolves the same entity as one that has the key (`graph.resolve_names`).
+
+Noun phrases (type NOUN_PHRASE, local extractor) named only once in the whole organization (all the
+spellings of a variant group together) are dropped as noise; named entities are always kept.
 """
 
 from __future__ import annotations
@@ -38,14 +48,69 @@ NOUN_PHRASE = "NOUN_PHRASE"
 _TITLE = re.compile(r"^(?:" + "|".join(re.escape(t) for t in FOLDED_TITLES) + r")\s+(.+)$")
 
 
+_POSSESSIVE_DISPLAY = re.compile(r"(?:'s|’s)$")
+_IRREGULAR_PLURALS = {"men": "man", "women": "woman", "children": "child", "feet": "foot", "teeth": "tooth"}
+_SIBILANT_ES = ("sses", "shes", "xes", "zes")
+
+
 def _clean_display(text: str) -> str:
-    return re.sub(r"^[\W_]+|[\W_]+$", "", " ".join(text.split()))
+    """A display as it reads in text, minus edge punctuation and a possessive ("Scrooge's" → "Scrooge")."""
+    value = re.sub(r"^[\W_]+|[\W_]+$", "", " ".join(text.split()))
+    return re.sub(r"[\W_]+$", "", _POSSESSIVE_DISPLAY.sub("", value))
 
 
 def fold_title(key: str) -> str:
     """ "mr. scrooge" → "scrooge"; other keys unchanged."""
     match = _TITLE.match(key)
     return match.group(1) if match else key
+
+
+def singular_candidates(word: str) -> list[str]:
+    """Spellings `word` could be the plural of, most likely first ("caches" → ["cach", "cache"]).
+
+    Candidates, not answers: the merge only joins two names when the candidate is itself a name it saw,
+    so a wrong guess ("cach") never invents anything.
+    """
+    if word in _IRREGULAR_PLURALS:
+        return [_IRREGULAR_PLURALS[word]]
+    if len(word) < 4 or not word.isalpha() or word.endswith(("ss", "us", "is")):
+        return []
+    found = []
+    if word.endswith("ies") and len(word) > 4:
+        found.append(word[:-3] + "y")
+    if word.endswith("es"):
+        found.append(word[:-2])
+    if word.endswith("s"):
+        found.append(word[:-1])
+    return found
+
+
+def plural_fold(key: str) -> str:
+    """The key with its head noun (last word) singular when that is unambiguous, else the key itself.
+
+    "absolute paths" → "absolute path", "policies" → "policy", "boxes" → "box"; "caches" stays (is it
+    "cach"+"es" or "cache"+"s"?), as do "status" and "analysis".
+    """
+    head, _, last = key.rpartition(" ")
+    if last in _IRREGULAR_PLURALS:
+        single = _IRREGULAR_PLURALS[last]
+    elif len(last) < 4 or not last.isalpha() or last.endswith(("ss", "us", "is")) or not last.endswith("s"):
+        return key
+    elif last.endswith("ies") and len(last) > 4:
+        single = last[:-3] + "y"
+    elif last.endswith(_SIBILANT_ES):
+        single = last[:-2]
+    elif last.endswith("es") and last[-3] in "aeiouchs":
+        return key  # "caches", "shoes", "databases": the -s/-es split is a guess
+    else:
+        single = last[:-1]
+    return f"{head} {single}" if head else single
+
+
+def _variant_keys(key: str) -> list[str]:
+    """Keys `key` could be a plural variant of: the same words with the head noun singular."""
+    head, _, last = key.rpartition(" ")
+    return [f"{head} {s}" if head else s for s in singular_candidates(last)]
 
 
 @dataclass
@@ -55,6 +120,18 @@ class _Acc:
     descriptions: list[str] = field(default_factory=list)
     mentions: int = 0
     sources: set[Provenance] = field(default_factory=set)
+    variants: set[str] = field(default_factory=set)  # other surface keys grouped into this one
+
+    def kind(self) -> str:
+        return self.types.most_common(1)[0][0] if self.types else ""
+
+    def absorb(self, other: _Acc) -> None:
+        self.displays.update(other.displays)
+        self.types.update(other.types)
+        self.descriptions.extend(other.descriptions)
+        self.mentions += other.mentions
+        self.sources |= other.sources
+        self.variants |= other.variants
 
 
 @dataclass
@@ -67,7 +144,7 @@ class MergedGraph:
 
 def _canonical_map(acc: Mapping[str, _Acc]) -> dict[str, str]:
     """key → canonical key, by the alias rule in the module docstring."""
-    kind = {k: a.types.most_common(1)[0][0] if a.types else "" for k, a in acc.items()}
+    kind = {k: a.kind() for k, a in acc.items()}
     mapping: dict[str, str] = {}
     # rule 2: titles
     for key in acc:
@@ -104,12 +181,24 @@ Document = tuple[str, Mapping[str, Any]]  # (document path, extraction payload)
 def merge_extractions(payloads: Iterable[Document]) -> MergedGraph:
     """Merge `(document path, extraction payload)` pairs into entities, edges and claims with provenance."""
     docs = list(payloads)
-    kept = _drop_noise(_accumulate_entities(docs))
+    surfaces, record_keys = _accumulate_entities(docs)
+    grouped, group_of = _group_variants(surfaces, record_keys)
+    kept = _drop_noise(grouped)
     groups: dict[str, list[str]] = defaultdict(list)
     for key, target in _canonical_map(kept).items():
         groups[target].append(key)
-    entities = {entity.name: entity for entity in (_merged_entity(t, m, kept) for t, m in groups.items())}
+    entities = {target: _merged_entity(members, kept) for target, members in groups.items()}
+    names = {e.name for e in entities.values()}
+    for entity in entities.values():  # an alias never shadows another entity's key
+        entity.aliases = [a for a in entity.aliases if a not in names]
     resolve = _resolver(groups, entities)
+    for surface, name in group_of.items():  # every spelling seen, and the keys payloads refer to
+        if name in resolve:
+            resolve.setdefault(surface, resolve[name])
+    for record_key, spellings in record_keys.items():
+        final = next((resolve[s] for s in sorted(spellings) if s in resolve), None)
+        if final is not None:
+            resolve.setdefault(record_key, final)
     return MergedGraph(
         entities=sorted(entities.values(), key=lambda e: e.name),
         edges=_merge_edges(docs, resolve),
@@ -118,23 +207,84 @@ def merge_extractions(payloads: Iterable[Document]) -> MergedGraph:
     )
 
 
-def _accumulate_entities(docs: list[Document]) -> dict[str, _Acc]:
-    """Every document's entity records, summed per normalised key (mentions weigh displays and types)."""
+def _accumulate_entities(docs: list[Document]) -> tuple[dict[str, _Acc], dict[str, set[str]]]:
+    """Every document's entity records, summed per *surface* key `normalize_name(display)`.
+
+    Also returns, per record key (what the payload's relations and claims name), the surface keys filed
+    under it: an older payload keyed "7.3.1 Loading data" as "7.3.1 loading datum".
+    """
     acc: dict[str, _Acc] = defaultdict(_Acc)
+    record_keys: dict[str, set[str]] = defaultdict(set)
     for path, payload in docs:
         for record in payload.get("entities") or []:
-            key = normalize_name(str(record.get("name") or ""))
+            record_key = normalize_name(str(record.get("name") or ""))
+            display = _clean_display(str(record.get("display") or record.get("name") or ""))
+            key = normalize_name(display) or record_key
             if not key:
                 continue
+            record_keys[record_key or key].add(key)
             a = acc[key]
             mentions = int(record.get("mentions") or 1)
             a.mentions += mentions
-            a.displays[str(record.get("display") or record.get("name") or key)] += mentions
+            a.displays[display or key] += mentions
             a.types[str(record.get("type") or "CONCEPT").upper()] += mentions
+            variant = normalize_name(str(record.get("variant") or ""))
+            if variant and variant != key:
+                a.variants.add(variant)
             if record.get("description"):
                 a.descriptions.append(str(record["description"]))
             a.sources.update(Provenance(path, str(c)) for c in record.get("chunks") or [])
-    return acc
+    return acc, record_keys
+
+
+def _group_variants(
+    surfaces: Mapping[str, _Acc], record_keys: Mapping[str, set[str]]
+) -> tuple[dict[str, _Acc], dict[str, str]]:
+    """Surface keys of one name grouped (plural/singular head noun, one record key, a `variant` hint).
+
+    Returns the groups keyed by their most frequent surface key, and every surface key → its group.
+    """
+    parent = {k: k for k in surfaces}
+
+    def find(k: str) -> str:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    def union(a: str, b: str) -> None:
+        if a in parent and b in parent:
+            parent[find(a)] = find(b)
+
+    for spellings in record_keys.values():
+        first, *rest = sorted(spellings)
+        for other in rest:
+            union(other, first)
+    by_hint: dict[str, str] = {}
+    for key, a in surfaces.items():
+        if a.kind() == PERSON:
+            continue  # "Jones" is not the plural of "Jone"
+        for hint in a.variants:  # two spellings the extractor folded to one variant are one name
+            union(key, by_hint.setdefault(hint, key))
+        for candidate in [*_variant_keys(key), *sorted(a.variants)]:
+            if candidate in surfaces and surfaces[candidate].kind() != PERSON:
+                union(key, candidate)
+    members: dict[str, list[str]] = defaultdict(list)
+    for key in surfaces:
+        members[find(key)].append(key)
+    grouped: dict[str, _Acc] = {}
+    group_of: dict[str, str] = {}
+    for keys in members.values():
+        name = max(keys, key=lambda k: (surfaces[k].mentions, len(k), k))
+        merged = _Acc()
+        for key in sorted(keys, key=lambda k: k != name):  # the name's own descriptions first
+            merged.absorb(surfaces[key])
+            group_of[key] = name
+        merged.variants = (merged.variants | set(keys) | {plural_fold(k) for k in keys}) - {name}
+        if merged.kind() == PERSON:
+            merged.variants -= {plural_fold(k) for k in keys} - set(keys)
+        grouped[name] = merged
+    return grouped, group_of
 
 
 def _drop_noise(acc: Mapping[str, _Acc]) -> dict[str, _Acc]:
@@ -142,31 +292,35 @@ def _drop_noise(acc: Mapping[str, _Acc]) -> dict[str, _Acc]:
     return {
         k: a
         for k, a in acc.items()
-        if not (a.types.most_common(1)[0][0] == NOUN_PHRASE and a.mentions < MIN_NOUN_PHRASE_MENTIONS)
+        if not (a.kind() == NOUN_PHRASE and a.mentions < MIN_NOUN_PHRASE_MENTIONS)
     }
 
 
-def _merged_entity(target: str, members: list[str], kept: Mapping[str, _Acc]) -> Entity:
+def _display_for(name: str, displays: Counter[str]) -> str:
+    """The most frequent spelling that *is* `name` (normalises to it): the name rule's guarantee."""
+    for display, _count in sorted(displays.items(), key=lambda item: (-item[1], item[0])):
+        if normalize_name(display) == name:
+            return display
+    return name
+
+
+def _merged_entity(members: list[str], kept: Mapping[str, _Acc]) -> Entity:
     """One entity from an alias group, named by its longest untitled key; the other keys become aliases."""
     # canonical key: the longest name without a title (ties: most mentions, then alphabetical)
-    name = max(
-        [target, *members],
-        key=lambda k: (fold_title(k) == k, len(k.split()), kept[k].mentions if k in kept else 0, k),
-    )
+    name = max(members, key=lambda k: (fold_title(k) == k, len(k.split()), kept[k].mentions, k))
     parts = [kept[k] for k in members]
     displays: Counter[str] = Counter()
     types: Counter[str] = Counter()
     for p in parts:
         displays.update(p.displays)
         types.update(p.types)
-    own = kept.get(name)
-    display = _clean_display((own.displays if own else displays).most_common(1)[0][0]) or name
-    descriptions = (own.descriptions if own else []) + [d for p in parts for d in p.descriptions]
+    descriptions = kept[name].descriptions + [d for k in members if k != name for d in kept[k].descriptions]
     sources = sorted({s for p in parts for s in p.sources})
-    aliases = sorted({k for k in [target, *members] if k != name} | {fold_title(k) for k in members} - {name})
+    variants = {v for p in parts for v in p.variants}
+    aliases = sorted(({*members, *variants} | {fold_title(k) for k in members}) - {name, ""})
     return Entity(
         name=name,
-        display_name=display,
+        display_name=_display_for(name, displays),
         type=types.most_common(1)[0][0],
         description=descriptions[0] if descriptions else "",
         aliases=aliases,
@@ -179,14 +333,20 @@ def _resolver(groups: Mapping[str, list[str]], entities: Mapping[str, Entity]) -
     """Every key and alias → the name of its entity, so relations and claims land on merged entities."""
     resolve: dict[str, str] = {}
     for target, members in groups.items():
-        final = next(e for e in entities.values() if target == e.name or target in e.aliases)
         for key in members:
-            resolve[key] = final.name
+            resolve[key] = entities[target].name
     for entity in entities.values():
         resolve[entity.name] = entity.name
+    for entity in entities.values():
         for alias in entity.aliases:
             resolve.setdefault(alias, entity.name)
     return resolve
+
+
+def _resolve(resolve: Mapping[str, str], raw: object) -> str | None:
+    """The entity a relation or claim names: by its key, else by the key with its head noun singular."""
+    key = normalize_name(str(raw or ""))
+    return resolve.get(key) or resolve.get(plural_fold(key)) if key else None
 
 
 def _merge_edges(docs: list[Document], resolve: Mapping[str, str]) -> list[Edge]:
@@ -197,8 +357,8 @@ def _merge_edges(docs: list[Document], resolve: Mapping[str, str]) -> list[Edge]
     edge_descriptions: dict[tuple[str, str], str] = {}
     for path, payload in docs:
         for record in payload.get("relations") or []:
-            a = resolve.get(normalize_name(str(record.get("source") or "")))
-            b = resolve.get(normalize_name(str(record.get("target") or "")))
+            a = _resolve(resolve, record.get("source"))
+            b = _resolve(resolve, record.get("target"))
             if not a or not b or a == b:
                 continue
             pair = edge_key(a, b)
@@ -231,9 +391,8 @@ def _merge_claims(docs: list[Document], resolve: Mapping[str, str]) -> dict[str,
     for path, payload in docs:
         for record in payload.get("claims") or []:
             description = str(record.get("description") or "").strip()
-            subject = resolve.get(normalize_name(str(record.get("subject") or "")))
-            obj_raw = record.get("object")
-            obj = resolve.get(normalize_name(str(obj_raw))) if obj_raw else None
+            subject = _resolve(resolve, record.get("subject"))
+            obj = _resolve(resolve, record.get("object"))
             if subject is None and obj is not None:
                 subject, obj = obj, None
             if subject is None or not description:

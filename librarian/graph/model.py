@@ -6,7 +6,9 @@ Chunk ids are the vector index's record ids (`"{path}:{chunkIndex}"`, see `libra
 graph evidence and search sources resolve to the same `path, page, bbox`.
 
 Names are keyed by `normalize_name`: one function shared by the build (merging) and retrieval (exact
-and alias matching), so both sides agree on what "the same name" means.
+and alias matching), so both sides agree on what "the same name" means. An entity's key is the
+normalised *display name*, never a lemma, so anything holding only the label (a page, a person typing
+it) reaches the entity; spelling variants are aliases (`librarian.graph.merge`).
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ class Provenance:
 
 @dataclass
 class Entity:
-    name: str  # normalize_name(...) of the canonical name: the key within (org, version)
+    name: str  # the key within (org, version); always normalize_name(display_name) (merge's name rule)
     display_name: str  # the canonical spelling as it appears in text ("Ebenezer Scrooge")
     type: str = "CONCEPT"  # PERSON, ORG, GPE, ..., NOUN_PHRASE (local) or the LLM's label
     description: str = ""

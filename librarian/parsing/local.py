@@ -19,9 +19,11 @@ from librarian.parsing.markdown import markdown_blocks
 from librarian.parsing.markup import to_markdown
 from librarian.parsing.pdf import read_pdf
 from librarian.parsing.text import decode_text, text_blocks
+from librarian.parsing.toc import drop_toc, strip_toc_markdown
+from librarian.parsing.toc_layout import remove_toc_lines, strip_toc_rows
 from librarian.parsing.types import ParseResult
 
-VERSION = 6  # bump whenever output for the same bytes and settings changes: it invalidates caches
+VERSION = 7  # bump whenever output for the same bytes and settings changes: it invalidates caches
 SUPPORTED = "PDF, DOCX, PPTX, XLSX, HTML, Markdown, plain text and PNG/JPEG/TIFF images"
 
 
@@ -53,6 +55,16 @@ def resolve_media_type(data: bytes, filename: str, declared: str | None) -> str:
     raise UnsupportedFileError(f"{filename} is {media.label(actual)}; supported formats: {SUPPORTED}")
 
 
+def _without_toc(text: str, notes: list[str]) -> str:
+    """Plain text without its table-of-contents lines (line structure is all plain text has)."""
+    lines = text.split("\n")
+    drop = drop_toc(lines)
+    if not drop:
+        return text
+    notes.append(f"removed {len(drop)} table-of-contents/index lines")
+    return "\n".join(line for index, line in enumerate(lines) if index not in drop)
+
+
 class LocalParser:
     """pdfium and pdfplumber for PDFs (OCR via tesseract when present), markitdown for Office files,
     markdownify for HTML, native text."""
@@ -79,18 +91,27 @@ class LocalParser:
         elif kind in media.IMAGE_TYPES:
             blocks, pages = self._image(data, filename, notes)
         elif kind in media.OFFICE_TYPES:
-            blocks, pages = markdown_blocks(to_markdown(data, kind, filename))
+            blocks, pages = self._markdown(to_markdown(data, kind, filename), notes)
         elif kind == media.HTML:
             text = decode_text(data, filename)
-            blocks, pages = markdown_blocks(to_markdown(data, kind, filename, text=text))
+            blocks, pages = self._markdown(to_markdown(data, kind, filename, text=text), notes)
         elif kind == media.MARKDOWN:
-            blocks, pages = markdown_blocks(decode_text(data, filename))
+            blocks, pages = self._markdown(decode_text(data, filename), notes)
         else:
-            blocks, pages = text_blocks(decode_text(data, filename)), 1
+            blocks, pages = text_blocks(_without_toc(decode_text(data, filename), notes)), 1
+        blocks, rows = strip_toc_rows(blocks)
+        if rows:
+            notes.append(f"removed {rows} table-of-contents rows from tables")
         chunks = chunk_blocks(blocks, self.chunk_size)
         if not chunks:
             raise EmptyDocumentError(f"{filename} contains no text")
         return ParseResult(chunks=chunks, parser=self.cache_key, pages=pages, notes=notes)
+
+    def _markdown(self, markdown: str, notes: list[str]) -> tuple[list[ParsedBlock], int]:
+        markdown, removed = strip_toc_markdown(markdown)
+        if removed:
+            notes.append(f"removed {removed} table-of-contents/index lines")
+        return markdown_blocks(markdown)
 
     def _ocr_enabled(self) -> bool:
         from librarian.parsing.ocr import tesseract_path
@@ -100,6 +121,7 @@ class LocalParser:
     def _pdf(self, data: bytes, filename: str, notes: list[str]) -> tuple[list[ParsedBlock], int]:
         read = read_pdf(data, use_ocr=self._ocr_enabled())
         removed = remove_furniture(read.pages)
+        navigation = remove_toc_lines(read.pages)
         blocks = document_blocks(read.pages)
         if read.ocr_pages:
             notes.append(f"OCR used on pages {page_ranges(read.ocr_pages)}")
@@ -117,6 +139,8 @@ class LocalParser:
             notes.append(f"no text layer on pages {pages}; they were skipped ({hint})")
         if removed:
             notes.append(f"removed {removed} running header/footer/page-number lines")
+        if navigation:
+            notes.append(f"removed {navigation} table-of-contents/index lines")
         return blocks, len(read.pages)
 
     def _image(self, data: bytes, filename: str, notes: list[str]) -> tuple[list[ParsedBlock], int]:

@@ -79,7 +79,12 @@ def test_chat_agent_answers_each_organization_from_its_own_documents(corpus, ope
 
     first, second = openai_server.chat_requests
     schemas = {t["function"]["name"]: t["function"]["parameters"]["properties"] for t in first["tools"]}
-    assert set(schemas) == {"search_documents", "graph_local_search", "graph_global_search"}
+    assert set(schemas) == {
+        "search_documents",
+        "graph_local_search",
+        "graph_global_search",
+        "graph_drift_search",
+    }
     assert set(schemas["search_documents"]) == {"query", "top_k"}
     assert set(schemas["graph_local_search"]) == {"query"}  # never an organization
     assert set(schemas["graph_global_search"]) == {"query", "level"}

@@ -202,7 +202,7 @@ def test_llm_summary_reads_the_notes_json_and_sends_the_context(openai_server):
     assert summarizer.summarize(summary_context()) == ("Scrooge's counting-house", "Scrooge employs Bob.")
     prompt = openai_server.chat_requests[0]["messages"][0]["content"]
     assert "- Scrooge: A miser." in prompt and "- Bob -> Scrooge: employ (weight 2)" in prompt
-    assert '"communityName"' in prompt and summarizer.cache_key == "llm:gpt-test:budget-4000:v1"
+    assert '"communityName"' in prompt and summarizer.cache_key == "llm:gpt-test:budget-4000:v2"
 
 
 def test_llm_summary_falls_back_to_the_local_one_after_a_retry(openai_server):

@@ -51,7 +51,9 @@ def build_topic_graph(stack: Stack, org: str) -> None:
     entities, claims, communities = [], [], []
     for i, topic in enumerate(TOPICS):
         path = f"docs/{topic}.txt"
-        text = f"The report on {topic} describes how {topic} shaped the coastal towns over two centuries."
+        # a sentence of the documents close enough to QUESTION to be quoted (offline answers quote
+        # the documents' sentences, never the summaries)
+        text = f"One of the main themes across the documents is how {topic} shaped the coastal towns."
         chunk = ChunkRef(f"{path}:0", path, 0, 1, None, text, f"hash-{path}")
         chunks[path] = [chunk]
         source = Provenance(path, chunk.chunk_id)
@@ -100,7 +102,7 @@ def _counting_model() -> ScriptedGraphModel:
 
 
 async def test_configurable_budgets_change_the_batches(stack: Stack) -> None:
-    _, global_tool = make_graph_tools(lambda: stack)
+    _, global_tool, *_ = make_graph_tools(lambda: stack)
     default = await global_tool.ainvoke(
         {"query": QUESTION}, config={"configurable": {"organization_id": ORG}}
     )
@@ -185,7 +187,7 @@ async def test_over_the_limit_or_malformed_is_refused_before_any_work(
         await answer_with_mode(stack, ORG, QUESTION, "global", model=model, global_overrides=overrides)
     assert all(word in str(raised.value) for word in words), str(raised.value)
     assert model.map_prompts == []  # nothing ran
-    _, global_tool = make_graph_tools(lambda: stack)
+    _, global_tool, *_ = make_graph_tools(lambda: stack)
     with pytest.raises(GlobalOptionError):
         await global_tool.ainvoke(
             {"query": QUESTION}, config={"configurable": {"organization_id": ORG, "graph_global": overrides}}

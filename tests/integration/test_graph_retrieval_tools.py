@@ -41,7 +41,7 @@ def only(org: str, text: str) -> bool:
 
 @pytest.mark.parametrize("org", list(ORGS))
 async def test_local_tool_reads_only_the_configured_organization(stack: Stack, org: str) -> None:
-    local, _ = make_graph_tools(lambda: stack)
+    local, *_ = make_graph_tools(lambda: stack)
     other = next(o for o in ORGS if o != org)
     # A model-invented organization argument is not part of the schema: dropped, never used.
     result = await local.ainvoke(
@@ -57,7 +57,7 @@ async def test_local_tool_reads_only_the_configured_organization(stack: Stack, o
 
 @pytest.mark.parametrize("org", list(ORGS))
 async def test_global_tool_reads_only_the_configured_organization(stack: Stack, org: str) -> None:
-    _, global_tool = make_graph_tools(lambda: stack)
+    _, global_tool, *_ = make_graph_tools(lambda: stack)
     result = await global_tool.ainvoke(
         {"query": "What is the story about Scrooge and the ghosts?"},
         config={"configurable": {"organization_id": org}},

@@ -256,7 +256,12 @@ def test_chat_model_searches_then_answers_citing_acme_documents(server, wire, wo
     assert "[1]" in answer and "WordPerfect" in answer and "multi_page.pdf, page" in answer
     sent_tools = wire.chat_requests[-1]["tools"]
     tools = {t["function"]["name"]: t["function"]["parameters"]["properties"] for t in sent_tools}
-    assert set(tools) == {"search_documents", "graph_local_search", "graph_global_search"}
+    assert set(tools) == {
+        "search_documents",
+        "graph_local_search",
+        "graph_global_search",
+        "graph_drift_search",
+    }
     # no tool lets the model name an organization, a namespace or a filter
     assert set(tools["search_documents"]) == {"query", "top_k"}
     assert all(not {"organization_id", "namespace", "org", "filter"} & set(p) for p in tools.values())

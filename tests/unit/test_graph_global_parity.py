@@ -208,16 +208,21 @@ async def test_offline_map_and_reduce_quote_and_cite_communities() -> None:
         return vectors["ghost"] if "ghost" in text.lower() else vectors["other"]
 
     mapper = OfflineMapper(embed, lambda texts: [embed(t) for t in texts], cache={})
+    ghost, money = (
+        "The ghost shows Scrooge the scenes of his own past.",
+        "Scrooge counts his coins alone in the cold office.",
+    )
+    # offline answers quote claims (the documents' sentences), never summary lines
     communities = [
-        CommunityInput("1", 1, "Spirits", "The ghost shows Scrooge the scenes of his own past.", []),
-        CommunityInput("2", 1, "Money", "Scrooge counts his coins alone in the cold office.", []),
+        CommunityInput("1", 1, "Spirits", "A summary line.", [ClaimText(ghost, "a.txt:0", "a.txt")]),
+        CommunityInput("2", 1, "Money", "A summary line.", [ClaimText(money, "a.txt:1", "a.txt")]),
     ]
     result = await global_search(
         "Which ghost visits?",
         communities,
         mapper,
         offline_reducer(),
-        GlobalOptions(map_budget=40, map_reserve=5),  # one community per batch
+        GlobalOptions(map_budget=60, map_reserve=5),  # one community per batch
         map_skeleton="Q",
     )
     assert len(result.batches) == 2

@@ -178,3 +178,39 @@ def test_fhs_parse_time_is_reported() -> None:
     seconds = PARSE_SECONDS["pdf/fhs-3.0.pdf"]
     print(f"fhs-3.0.pdf (50 pages): {seconds:.1f} s")
     assert seconds < 120
+
+
+LEADER_RUN = re.compile(r"\.{5,}|(?:\. ){4,}\.?")
+TOC_LINE = re.compile(
+    r"^(?:\d+(?:\.\d+)*\.?|Chapter \d+\.)\s+\S.*?(?:\.\s?){4,}\s*(?:\d{1,4}|[ivxlc]{1,6})\b"
+)
+
+
+@pytest.mark.parametrize("relative", [f for f in ALL_FILES if f != SCANNED])
+def test_no_chunk_of_any_example_holds_a_table_of_contents(relative: str) -> None:
+    for chunk in parsed(relative)["chunks"]:
+        for text in (chunk["content"], chunk["embed"]):
+            assert not LEADER_RUN.search(text), text[:300]
+            assert not any(TOC_LINE.match(line) for line in text.split("\n")), text[:300]
+            assert not re.search(r"^(?:Table of )?Contents$", text, re.MULTILINE), text[:300]
+
+
+def test_fhs_chapters_survive_the_contents_filter() -> None:
+    result = parsed("pdf/fhs-3.0.pdf")
+    text = "\n".join(flat(c["content"]) for c in result["chunks"])
+    for needle in (
+        "Chapter 3. The Root Filesystem",
+        "Chapter 4. The /usr Hierarchy",
+        "This release is dedicated to the memory of Christopher Yeoh",
+        "/bin contains commands that may be used by both the system administrator and by users",
+        "Editor-specific lock files are usually quite different",
+    ):
+        assert needle in text, needle
+    assert "removed" in " ".join(n for n in result["notes"] if "table-of-contents" in n)
+
+
+def test_redbook_contents_pages_are_gone_and_its_preface_stays() -> None:
+    text = "\n".join(flat(c["content"]) for c in parsed("pdf/docling/redp5110_sampled.pdf")["chunks"])
+    assert "Trademarks" not in text and "Comments welcome" not in text  # only ever in the contents
+    assert "This IBM® Redpaper™ publication provides information" in text
+    assert "two fundamental steps in securing" in text

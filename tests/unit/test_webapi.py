@@ -143,6 +143,7 @@ OPERATIONS = {
     "getGraphCommunities",
     "getEntityNeighbourhood",
     "getGraphLocalAnswer",
+    "getGraphDriftAnswer",
     "eraseMemberConversations",
 }
 

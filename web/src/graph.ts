@@ -11,6 +11,8 @@ interface Community {
   summary: string;
   size: number;
   members: string[];
+  /** Entity keys of `members`, same order: what a member is looked up by (a label may not re-key). */
+  memberKeys?: string[];
 }
 
 export interface Neighbourhood {
@@ -86,9 +88,9 @@ export function renderGraph(root: HTMLElement, api: Api): () => void {
   );
   let stopped = false;
 
-  async function showNeighbourhood(name: string): Promise<void> {
+  async function showNeighbourhood(name: string, shown = name): Promise<void> {
     hoodPanel.hidden = false;
-    hoodPanel.replaceChildren(h("p", { class: "help" }, `Loading ${name}…`));
+    hoodPanel.replaceChildren(h("p", { class: "help" }, `Loading ${shown}…`));
     try {
       const n = (await api.graph("/neighbourhood", name)) as Neighbourhood;
       const label = (key: string) => n.nodes.find((x) => x.name === key)?.label ?? key;
@@ -148,7 +150,7 @@ export function renderGraph(root: HTMLElement, api: Api): () => void {
                     `${c.size} entities: `,
                     ...c.members.flatMap((m, i) => [
                       i ? ", " : "",
-                      h("button", { type: "button", class: "link", onclick: () => showNeighbourhood(m) }, m),
+                      h("button", { type: "button", class: "link", onclick: () => showNeighbourhood(c.memberKeys?.[i] ?? m, m) }, m),
                     ]),
                     c.size > c.members.length ? ", …" : "",
                   ),

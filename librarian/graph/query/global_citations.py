@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from librarian.graph.query.global_inputs import CommunityInput
+from librarian.graph.query.global_inputs import CommunityInput, claim_line
 from librarian.graph.query.global_search import GlobalResult
 
 # "[Community ID: 3]" as the prompt asks, and "[Community IDs: 3, 5]" as models also write; never a
@@ -36,7 +36,7 @@ def quoted_chunk_scores(result: GlobalResult, inputs: Sequence[CommunityInput]) 
         for quote in answer.quotes:
             community = by_id.get(quote.community_id)
             for claim in community.claims if community else []:
-                if " ".join(claim.text.split()) == quote.text:
+                if claim_line(claim.text) == quote.text:
                     scores[claim.chunk_id] = max(scores.get(claim.chunk_id, 0.0), quote.score)
     return scores
 
@@ -51,15 +51,15 @@ def cited_chunks(result: GlobalResult, inputs: Sequence[CommunityInput]) -> list
     """
     by_id = {c.id: c for c in inputs}
     pairs: list[tuple[str, str]] = []
-    quoted = {(q.community_id, q.text) for a in result.selected for q in a.quotes}
+    # only the map's quotes the answer kept: a community quoted twice by the map but once in the answer
+    # cites that one sentence's chunk, not every chunk the map looked at
+    quoted = {(q.community_id, q.text) for a in result.selected for q in a.quotes if q.text in result.answer}
     cited = cited_community_ids(result.answer) or result.cited_communities
     for community_id in cited:
         community = by_id.get(community_id)
         if community is None:
             continue  # an id the model made up: not a citation
-        exact = [
-            cl.chunk_id for cl in community.claims if (community_id, " ".join(cl.text.split())) in quoted
-        ]
+        exact = [cl.chunk_id for cl in community.claims if (community_id, claim_line(cl.text)) in quoted]
         chunk_ids = (
             exact or [cl.chunk_id for cl in community.claims[:2]] or list(community.provenance.values())[:2]
         )

@@ -16,6 +16,7 @@ from typing import Any
 
 from librarian.graph.query.snapshot import version_key
 from librarian.graph.tokens import count_tokens
+from librarian.text.debris import drop_leading_headings
 
 AUGMENT_BUDGET = 800
 CLAIMS_PER_COMMUNITY = 60  # read per community before the token cap; most are cut by `augment_budget`
@@ -42,6 +43,24 @@ class CommunityInput:
     provenance: dict[str, str] = field(default_factory=dict)
 
 
+def claim_line(text: str) -> str:
+    """A claim's sentence as global search reads and quotes it: one line, without a section heading
+    the sentence splitter ran into it. Citations match quotes to claims by this text."""
+    return " ".join(drop_leading_headings(text).split())
+
+
+def summary_first(claims: Sequence[ClaimText], summary: str) -> list[ClaimText]:
+    """The claims the summary quotes first (in summary order), then the others in their order: an
+    extractive summary's sentences are the community's most central claims, so they are the evidence
+    that must survive `augment_budget`."""
+
+    def position(claim: ClaimText) -> int:
+        at = summary.find(claim_line(claim.text)) if claim.text.strip() else -1
+        return at if at >= 0 else len(summary) + 1
+
+    return sorted(claims, key=position)  # stable: unquoted claims keep their order
+
+
 def augmented_text(community: CommunityInput, augment_budget: int = AUGMENT_BUDGET) -> str:
     """Title, summary, then claims as "- sentence" lines while they fit `augment_budget` tokens."""
     head = "\n".join(part for part in (community.title.strip(), community.summary.strip()) if part)
@@ -49,7 +68,7 @@ def augmented_text(community: CommunityInput, augment_budget: int = AUGMENT_BUDG
     used = 0
     seen: set[str] = set()
     for claim in community.claims:
-        sentence = " ".join(claim.text.split())
+        sentence = claim_line(claim.text)
         if not sentence or sentence in seen:
             continue
         cost = count_tokens(sentence) + 2
@@ -97,7 +116,9 @@ def load_communities(graph: Any, published: Any, level: int | None) -> list[Comm
                 community.level,
                 community.title,
                 community.summary,
-                [ClaimText(c.description, c.chunk_id, c.path) for c in claims],
+                summary_first(
+                    [ClaimText(c.description, c.chunk_id, c.path) for c in claims], community.summary
+                ),
                 provenance,
             )
         )
@@ -155,3 +176,18 @@ def with_community_support(
         ]
         out.append({**source, "support": support})
     return out
+
+
+def claim_positions(inputs: Sequence[CommunityInput]) -> dict[tuple[str, str], tuple[str, int]]:
+    """(community id, quoted line) -> (document path, chunk index) of every claim: where an offline
+    quote sits in its document, which an overview answer spreads its themes over
+    (`librarian.graph.query.global_breadth`)."""
+    from librarian.graph.query.global_breadth import chunk_position
+
+    positions: dict[tuple[str, str], tuple[str, int]] = {}
+    for community in inputs:
+        for claim in community.claims:
+            position = chunk_position(claim.chunk_id, claim.path)
+            if position is not None:
+                positions.setdefault((community.id, claim_line(claim.text)), position)
+    return positions

@@ -94,6 +94,7 @@ class Quote:
     text: str
     community_id: str
     score: float
+    theme: str = ""  # the community's title, which the offline answer quotes it under
 
 
 @dataclass

@@ -263,7 +263,9 @@ async def _match(
 
     query_vector = np.asarray(await asyncio.to_thread(embed), dtype=np.float32)
     check_dimension(run.snapshot.name_vectors, query_vector, run.published.embedding_model)
-    matched = match_entities(
+    # in a thread: matching scans every entity, and its first use reads wordfreq's tables from disk
+    matched = await asyncio.to_thread(
+        match_entities,
         run.query,
         run.snapshot.entities,
         lookup=run.snapshot.name_lookup,

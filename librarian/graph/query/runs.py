@@ -1,10 +1,10 @@
-"""Graph local and global search over an organization's published graph, as runs with sources.
+"""Graph local, global and DRIFT search over an organization's published graph, as runs with sources.
 
 The engines behind the agent's graph tools (`tools.graph_tools`), the offline agent's graph route
 (`librarian.answers.modes`), `librarian ask --mode` and the web app's graph page. The organization is
 a parameter, checked here; callers obtain it from trusted configuration. With a chat model configured
-(LIBRARIAN_CHAT_MODEL) query parsing, the community filter and the global map/reduce use it; without
-one the offline paths run (rules, no filter, `OfflineMapper`).
+(LIBRARIAN_CHAT_MODEL) query parsing, the community filter, the global map/reduce and DRIFT's steps use
+it; without one the offline paths run (rules, no filter, `OfflineMapper`, `OfflineDrift`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,13 @@ from collections.abc import Callable
 from typing import Any
 
 from librarian.chat_model import chat_model_from_settings
+from librarian.graph.query.drift_inputs import primer_reports
+from librarian.graph.query.drift_llm import LLMDrift
+from librarian.graph.query.drift_offline import OfflineDrift
+from librarian.graph.query.drift_search import DriftCancelled, DriftOptions, drift_search
 from librarian.graph.query.global_citations import cited_chunks, cited_community_ids, quoted_chunk_scores
 from librarian.graph.query.global_inputs import (
+    claim_positions,
     live_inputs,
     load_communities,
     provenance_probes,
@@ -25,7 +30,12 @@ from librarian.graph.query.global_llm import LLMMapper, llm_reducer
 from librarian.graph.query.global_offline import OfflineMapper, offline_reducer
 from librarian.graph.query.global_search import GlobalOptions, global_search
 from librarian.graph.query.liveness import Liveness
-from librarian.graph.query.local_search import LocalOptions, chunk_source, local_search
+from librarian.graph.query.local_search import (
+    LocalOptions,
+    LocalSearchCancelled,
+    chunk_source,
+    local_search,
+)
 from librarian.graph.query.source_scores import global_scores
 from librarian.retrieval.search import Source
 from librarian.stack import Stack
@@ -102,7 +112,7 @@ async def run_global(
     if model is None:
         dense = await asyncio.to_thread(lambda: stack.dense)  # loading the model reads files
         mapper: Any = OfflineMapper(dense.embed_query, dense.embed_documents)
-        reducer = offline_reducer()
+        reducer = offline_reducer(positions=claim_positions(inputs))  # overviews spread over documents
     else:
         mapper, reducer = LLMMapper(model), llm_reducer(model)
     result = await global_search(question, inputs, mapper, reducer, options, should_stop=should_stop)
@@ -141,4 +151,74 @@ async def run_global(
         "mapBudget": options.map_budget - options.map_reserve,
         "sources": sources,
         "sourceCommunities": community_of,
+    }
+
+
+NO_DRIFT_RESULTS = "The follow-up searches found no evidence that answers this question."
+
+
+async def run_drift(
+    stack: Stack,
+    organization_id: str,
+    question: str,
+    *,
+    model: Any | None = None,
+    options: DriftOptions | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> dict[str, Any]:
+    """DRIFT search (`librarian.graph.query.drift_search`) in the organization's published graph.
+
+    The primer reads the live leaf communities closest to the question; each follow-up is a
+    `run_local` with the same model and stop check; `sources` are the evidence the answer cites as
+    `[n]`. Raises `DriftCancelled` (code `cancelled`) when `should_stop` turns true: no further step,
+    local search or model call starts.
+    """
+    org = validate_organization_id(organization_id)
+    question = question.strip()
+    if not question:
+        raise ValueError("the question is empty")
+    options = options or DriftOptions.from_settings(stack.settings)
+    graph = await asyncio.to_thread(lambda: stack.graph_store.scope(org))
+    published = await asyncio.to_thread(graph.published_version)
+    if published is None:
+        return {"status": "no_graph", "answer": NO_GRAPH, "sources": [], "primer": None, "followUps": []}
+    dense = await asyncio.to_thread(lambda: stack.dense)  # loading the model reads files
+    reports = await primer_reports(stack, org, graph, published, question, dense, options.primer_k)
+    engine: Any = (
+        OfflineDrift(dense.embed_query, dense.embed_documents)
+        if model is None
+        else LLMDrift(model, followups=options.followups)
+    )
+
+    async def local(followup: str) -> dict[str, Any]:
+        try:
+            return await run_local(stack, org, followup, model=model, should_stop=should_stop)
+        except LocalSearchCancelled as exc:
+            raise DriftCancelled("the DRIFT search was cancelled") from exc
+
+    result = await drift_search(question, reports, local, engine, options, should_stop=should_stop)
+    status = "completed" if result.answer else "no_results"
+    return {
+        "status": status,
+        "answer": result.answer or NO_DRIFT_RESULTS,
+        "version": published.version,
+        "primer": {
+            "answer": result.primer.answer,
+            "confidence": result.primer.confidence,
+            "communityIds": result.primer.community_ids,
+        },
+        "communities": [{"id": r.id, "title": r.title, "score": round(r.score, 4)} for r in reports],
+        "followUps": [
+            {
+                "question": step.question,
+                "depth": step.depth,
+                "score": round(step.score, 4),
+                "answer": step.answer,
+                "helpfulness": step.helpfulness,
+                "sourceIds": [s["id"] for s in step.sources],
+            }
+            for step in result.steps
+        ],
+        "options": {"primerK": options.primer_k, "followUps": options.followups, "depth": options.depth},
+        "sources": result.sources if result.answer else [],
     }
