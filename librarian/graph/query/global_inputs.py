@@ -10,6 +10,7 @@ the graph keeps deleted documents until its next build.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -191,3 +192,63 @@ def claim_positions(inputs: Sequence[CommunityInput]) -> dict[tuple[str, str], t
             if position is not None:
                 positions.setdefault((community.id, claim_line(claim.text)), position)
     return positions
+
+
+@dataclass
+class DocumentOutlines:
+    """Where an overview's quotes sit in their documents' outlines (`librarian.graph.query.outline`):
+    (community id, quoted line) -> section, each document's chunk count and section sizes."""
+
+    sections: dict[tuple[str, str], tuple[int, ...]] = field(default_factory=dict)
+    extent: dict[str, int] = field(default_factory=dict)
+    sizes: dict[str, dict[tuple[int, ...], int]] = field(default_factory=dict)
+
+
+def _offset_in(text: str, line: str) -> int:
+    """Where `line` (whitespace collapsed) begins in `text`, by its first words; 0 when not found."""
+    words = line.split()[:8]
+    if not words:
+        return 0
+    match = re.search(r"\s+".join(re.escape(w) for w in words), text)
+    return match.start() if match else 0
+
+
+def read_outlines(
+    inputs: Sequence[CommunityInput], chunks: Sequence[Any], chunk_counts: dict[str, int]
+) -> DocumentOutlines:
+    """The outlines of the documents the claims of `inputs` quote, read from `chunks` (every chunk of
+    those documents, `ChunkRef`s), and the section each claim sits in.
+
+    Pure: the caller reads the chunks (`load_outlines`)."""
+    from librarian.graph.query.global_breadth import chunk_position
+    from librarian.graph.query.outline import read_outline, section_at, section_sizes
+
+    texts: dict[str, dict[int, str]] = {}
+    for chunk in chunks:
+        texts.setdefault(chunk.path, {})[chunk.chunk_index] = chunk.text
+    headings = {path: read_outline(by_index) for path, by_index in texts.items()}
+    out = DocumentOutlines(extent=dict(chunk_counts))
+    for path, found in headings.items():
+        extent = chunk_counts.get(path) or max(texts[path]) + 1
+        second = {s: n for s, n in section_sizes(found, extent, 2).items() if len(s) == 2}
+        out.sizes[path] = {**section_sizes(found, extent, 1), **second}
+    for community in inputs:
+        for claim in community.claims:
+            position = chunk_position(claim.chunk_id, claim.path)
+            if position is None or not headings.get(position[0]):
+                continue
+            line = claim_line(claim.text)
+            offset = _offset_in(texts[position[0]].get(position[1], ""), line)
+            out.sections.setdefault(
+                (community.id, line), section_at(headings[position[0]], position[1], offset)
+            )
+    return out
+
+
+def load_outlines(graph: Any, version: int, inputs: Sequence[CommunityInput]) -> DocumentOutlines:
+    """`read_outlines` over every chunk of the documents the claims of `inputs` quote (blocking: the
+    graph store reads them; only an overview question needs them)."""
+    paths = {claim.path for community in inputs for claim in community.claims if claim.path}
+    counts = {d.path: d.chunk_count for d in graph.documents(version=version) if d.path in paths}
+    ids = [f"{path}:{i}" for path, count in counts.items() for i in range(count)]
+    return read_outlines(inputs, graph.chunks(ids, version=version), counts)

@@ -32,6 +32,7 @@ import numpy as np
 
 from librarian.graph.query.global_batches import MapBatch
 from librarian.graph.query.global_breadth import Position, ThemeCandidate, is_overview, spread_themes
+from librarian.graph.query.global_inputs import DocumentOutlines
 from librarian.graph.query.global_search import GlobalSearchError, MapAnswer, Quote, Reducer
 from librarian.text.debris import is_readable_sentence
 
@@ -165,18 +166,24 @@ class OfflineMapper:
     async def __call__(self, query: str, batch: MapBatch) -> MapAnswer:
         quotes = await asyncio.to_thread(self.score, query, batch)
         best = quotes[0].score if quotes else 0.0
-        if best < self.floor:
+        if not quotes or best < self.floor:  # nothing in the batch is near the question
             return MapAnswer("", 0, batch.community_ids)
+        overview = is_overview(query)
         # an overview places each theme by its quotes (`global_breadth`): more of them to spread over
         per_community_limit = max(
-            self.quotes_per_community, OFFLINE_OVERVIEW_QUOTES_PER_COMMUNITY if is_overview(query) else 0
+            self.quotes_per_community, OFFLINE_OVERVIEW_QUOTES_PER_COMMUNITY if overview else 0
         )
         kept: list[Quote] = []
         per_community: dict[str, int] = {}
         for quote in quotes:  # best first: each community's best sentences, not the batch's best three
-            if quote.score < self.floor or per_community.get(quote.community_id, 0) >= per_community_limit:
+            taken = per_community.get(quote.community_id, 0)
+            # An overview's generic words rank sentences by how much they sound like a summary, not by
+            # what they say: in a relevant batch every community offers its best sentences whatever
+            # their cosine, or a chapter that talks plainly has nothing to quote (`global_breadth`)
+            below = quote.score < self.floor and not overview
+            if below or taken >= per_community_limit:
                 continue
-            per_community[quote.community_id] = per_community.get(quote.community_id, 0) + 1
+            per_community[quote.community_id] = taken + 1
             kept.append(quote)
         usefulness = round(100 * min(1.0, best))
         answer = " ".join(f"{q.text} [Community ID: {q.community_id}]" for q in kept)
@@ -193,15 +200,22 @@ def _spread(
     themes: int,
     positions: Mapping[tuple[str, str], Position],
     extent: Mapping[str, int],
+    outlines: DocumentOutlines,
 ) -> dict[str, list[Quote]]:
     """The overview's themes (`spread_themes` over every quote), each with its chosen quote first."""
     quotes = [q for picked in ranked.values() for q in picked]
     candidates = [
-        ThemeCandidate(theme, q.score, positions.get((q.community_id, q.text)), i)
+        ThemeCandidate(
+            theme,
+            q.score,
+            positions.get((q.community_id, q.text)),
+            i,
+            outlines.sections.get((q.community_id, q.text), ()),
+        )
         for i, (theme, q) in enumerate((theme, q) for theme, picked in ranked.items() for q in picked)
     ]
     out: dict[str, list[Quote]] = {}
-    for candidate in spread_themes(candidates, themes, extent):
+    for candidate in spread_themes(candidates, themes, extent, outlines.sizes):
         first = quotes[candidate.ref]
         out[candidate.theme] = [first, *(q for q in ranked[candidate.theme] if q is not first)]
     return out
@@ -212,6 +226,7 @@ def offline_reducer(
     themes: int = OFFLINE_ANSWER_THEMES,
     per_theme: int = OFFLINE_QUOTES_PER_THEME,
     positions: Mapping[tuple[str, str], Position] | None = None,
+    outlines: DocumentOutlines | None = None,
 ) -> Reducer:
     """Quote the selected map answers theme by theme (communities with the same title are one theme),
     one sentence each before any gets a second, at most `per_theme` each and `limit` in all, a theme's
@@ -221,12 +236,16 @@ def offline_reducer(
     Which `themes` themes: for a specific question the most relevant (by their best sentence); for an
     overview question (`global_breadth.is_overview`) those spread over the documents
     (`global_breadth.spread_themes`), placed by `positions`: (community id, quoted line) ->
-    (path, chunk index), `global_inputs.claim_positions`. Without positions an overview falls back to
+    (path, chunk index), `global_inputs.claim_positions`, and by `outlines` (the sections they sit in,
+    `global_inputs.load_outlines`) when given. Without positions an overview falls back to
     relevance."""
     positions = positions or {}
+    outlines = outlines or DocumentOutlines()
     extent: dict[str, int] = {}
     for path, index in positions.values():
         extent[path] = max(extent.get(path, 0), index + 1)
+    for path, count in outlines.extent.items():
+        extent[path] = max(extent.get(path, 0), count)
 
     async def reduce(query: str, selected: list[MapAnswer]) -> str:
         quotes = sorted((q for a in selected for q in a.quotes), key=lambda q: -q.score)
@@ -240,13 +259,15 @@ def offline_reducer(
             ranked.setdefault(quote.theme.strip() or f"community {quote.community_id}", []).append(quote)
         if not ranked:
             raise GlobalSearchError("no quotable sentence in the selected answers")
+        rounds = per_theme
         if is_overview(query) and positions:
-            by_theme = _spread(ranked, themes, positions, extent)
+            by_theme = _spread(ranked, themes, positions, extent, outlines)
+            rounds = 1  # breadth: one quote per theme, the one placed (its others may score below the floor)
         else:
             by_theme = {theme: ranked[theme] for theme in list(ranked)[:themes]}
         chosen: dict[str, list[Quote]] = {theme: [] for theme in by_theme}
         count = 0
-        for round_ in range(per_theme):
+        for round_ in range(rounds):
             for theme, candidates in by_theme.items():
                 if count < limit and round_ < len(candidates):
                     chosen[theme].append(candidates[round_])

@@ -18,11 +18,13 @@ from librarian.graph.query.drift_inputs import primer_reports
 from librarian.graph.query.drift_llm import LLMDrift
 from librarian.graph.query.drift_offline import OfflineDrift
 from librarian.graph.query.drift_search import DriftCancelled, DriftOptions, drift_search
+from librarian.graph.query.global_breadth import is_overview
 from librarian.graph.query.global_citations import cited_chunks, cited_community_ids, quoted_chunk_scores
 from librarian.graph.query.global_inputs import (
     claim_positions,
     live_inputs,
     load_communities,
+    load_outlines,
     provenance_probes,
     with_community_support,
 )
@@ -112,7 +114,10 @@ async def run_global(
     if model is None:
         dense = await asyncio.to_thread(lambda: stack.dense)  # loading the model reads files
         mapper: Any = OfflineMapper(dense.embed_query, dense.embed_documents)
-        reducer = offline_reducer(positions=claim_positions(inputs))  # overviews spread over documents
+        # overviews spread over documents and their sections (`global_breadth`)
+        overview = is_overview(question)
+        outlines = await asyncio.to_thread(load_outlines, graph, version, inputs) if overview else None
+        reducer = offline_reducer(positions=claim_positions(inputs), outlines=outlines)
     else:
         mapper, reducer = LLMMapper(model), llm_reducer(model)
     result = await global_search(question, inputs, mapper, reducer, options, should_stop=should_stop)
