@@ -33,6 +33,13 @@ function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string,
 /** The entity in the middle (or the matched entities on a small inner ring), their neighbours on a
  * circle, one line per edge (thicker when heavier). With `matched`, the centres are the entities a
  * local question matched: drawn highlighted and titled so. */
+const LABEL_CHARS = 24;
+
+/** A node label that fits the picture: at most LABEL_CHARS characters, cut with an ellipsis. */
+export function shortLabel(label: string): string {
+  return label.length <= LABEL_CHARS ? label : `${label.slice(0, LABEL_CHARS - 1)}…`;
+}
+
 export function picture(n: Neighbourhood, centers: string[] = [n.center], id = "hood-title", matched = false): SVGSVGElement {
   const size = 420;
   const mid = size / 2;
@@ -66,7 +73,11 @@ export function picture(n: Neighbourhood, centers: string[] = [n.center], id = "
     const circle = svg("circle", { cx: x, cy: y, r: center ? 10 : 7, class: center ? (matched ? "node center matched" : "node center") : "node" });
     circle.append(svg("title", {}, center && matched ? `${node.label} (matched)` : node.label));
     root.append(circle);
-    root.append(svg("text", { x, y: y - (center ? 16 : 12), "text-anchor": "middle", class: "node-label" }, node.label));
+    // labels grow towards the middle, and long names (code identifiers) are shortened: the full name
+    // is the circle's title, so the picture never runs past a phone's screen
+    const anchor = x < mid - 40 ? "start" : x > mid + 40 ? "end" : "middle";
+    const x0 = anchor === "start" ? x - 8 : anchor === "end" ? x + 8 : x;
+    root.append(svg("text", { x: x0, y: y - (center ? 16 : 12), "text-anchor": anchor, class: "node-label" }, shortLabel(node.label)));
   }
   return root;
 }
