@@ -8,6 +8,7 @@ explicit settings are now held weakly, and a dropped stack's freed heap goes bac
 from __future__ import annotations
 
 import gc
+import time
 import weakref
 
 from langgraph.checkpoint.memory import InMemorySaver
@@ -18,6 +19,7 @@ from services.documents import DocumentService
 
 ROUNDS = 4
 ALLOWED_GROWTH_MIB = 120  # was 150-230 MiB per round before the fix
+LET_GO_S = 10.0
 
 
 def rss_mib() -> float:
@@ -43,8 +45,16 @@ def test_dropped_stacks_are_freed_and_rss_stays_flat(tmp_path, settings):
         sizes.append(rss_mib())
     # The first stack of a process may stay pinned by a third-party import-time traceback
     # (markitdown keeps `sys.exc_info()` of optional imports); every later one must be gone.
-    alive = [n for n, (stack, dense) in enumerate(refs) if stack() is not None or dense() is not None]
-    assert alive in ([], [0]), f"stacks of rounds {alive} are still alive"
+    # A worker thread (the embedder's pool) may still be letting go of the last round's stack when
+    # this runs on a loaded machine: poll with a deadline; a stack kept for good stays alive past it.
+    deadline = time.monotonic() + LET_GO_S
+    while True:
+        gc.collect()
+        alive = [n for n, (stack, dense) in enumerate(refs) if stack() is not None or dense() is not None]
+        if alive in ([], [0]) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert alive in ([], [0]), f"stacks of rounds {alive} are still alive after {LET_GO_S} s"
     growth = sizes[-1] - sizes[1]
     print("RSS per round (MiB):", [round(s) for s in sizes])
     assert growth < ALLOWED_GROWTH_MIB, f"RSS grew {growth:.0f} MiB over {ROUNDS - 2} rounds: {sizes}"
