@@ -9,6 +9,7 @@ user's token and meets the same checks as any other client's.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from starlette.exceptions import HTTPException
@@ -18,7 +19,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from webapi.pages import warm_up
 
-WEB_DIST = Path(__file__).resolve().parents[1] / "web" / "dist"
+# LIBRARIAN_WEB_DIST serves another build (a developer's `vite build --outDir`) without touching web/dist.
+WEB_DIST = Path(os.environ.get("LIBRARIAN_WEB_DIST") or Path(__file__).resolve().parents[1] / "web" / "dist")
 
 # The app loads only its own files; images of pages arrive as blobs fetched with the token.
 SECURITY_HEADERS = {

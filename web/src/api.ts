@@ -31,7 +31,8 @@ export class Api {
     return { Authorization: `Bearer ${this.token}` };
   }
 
-  private async request(path: string, init: RequestInit = {}): Promise<Response> {
+  /** A call with the user's token; a non-2xx answer becomes an `ApiError` with the server's message. */
+  async request(path: string, init: RequestInit = {}): Promise<Response> {
     const response = await fetch(path, { ...init, headers: { ...this.headers(), ...(init.headers ?? {}) } });
     if (!response.ok) {
       let code = "error";
