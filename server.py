@@ -41,7 +41,7 @@ from starlette.middleware import Middleware
 
 from librarian.runs.threads import server_thread_id
 from services.run_admission import admission_lifespan
-from webapi import conversations, documents, graph, mcp, openai_compat, openapi, pages
+from webapi import conversations, documents, eval_gate, graph, graph_costs, mcp, openai_compat, openapi, pages
 from webapi.cors import CorsMiddleware
 from webapi.errors import ErrorShapeMiddleware
 from webapi.guard import PlatformBodyGuardMiddleware, loopback_error
@@ -79,5 +79,5 @@ app = FastAPI(
 del app.exception_handlers[HTTPException]
 
 # The page route first: the document routes' `{path:path}` would also match `.../pages/1.png`.
-for module in (pages, documents, graph, conversations, mcp, openai_compat, openapi):
+for module in (pages, documents, graph, graph_costs, eval_gate, conversations, mcp, openai_compat, openapi):
     app.router.routes.extend(module.router.routes)

@@ -13,7 +13,13 @@ from typing import Any
 from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
 
-from graphs.agent_middleware import ReceiveAttachments, VerifyCitations, renumber_citations
+from graphs.agent_costs import RecordAnswerCosts
+from graphs.agent_middleware import (
+    ChooseMode,
+    ReceiveAttachments,
+    VerifyCitations,
+    renumber_citations,
+)
 from graphs.agent_state import LibrarianAgentState
 from graphs.context import LibrarianContext
 from graphs.extractive import build_extractive_agent
@@ -71,7 +77,14 @@ def build_agent(
         system_prompt=SYSTEM_PROMPT + (GRAPH_TOOLS_PROMPT if graph_routing else ""),
         state_schema=LibrarianAgentState,
         context_schema=LibrarianContext,
-        middleware=[ReceiveAttachments(attachments), renumber_citations, VerifyCitations(stack, model)],
+        # after_agent hooks run last-to-first: ChooseMode stamps the answer VerifyCitations wrote
+        middleware=[
+            RecordAnswerCosts(stack),
+            ChooseMode(),
+            ReceiveAttachments(attachments),
+            renumber_citations,
+            VerifyCitations(stack, model),
+        ],
         checkpointer=checkpointer,
         name="agent",
     )

@@ -28,6 +28,21 @@ class LibrarianContext:
     # per-run global search budgets and map concurrency, within the server's limits
     # (`librarian.graph.query.global_limits`): mapBudget, mapReserve, reduceBudget, reduceReserve, concurrency
     graph_global: dict[str, Any] | None = None
+    # per-run answer path, as `librarian ask --mode`: auto (None), search, local, global or drift
+    mode: str | None = None
+
+
+ANSWER_MODES = ("auto", "search", "local", "global", "drift")
+
+
+def requested_mode(context: Any) -> str:
+    """The run's chosen answer path (`LibrarianContext.mode`), checked: a typo is an error that names
+    the valid paths, never a silent fallback to another path."""
+    mode = context.get("mode") if isinstance(context, dict) else getattr(context, "mode", None)
+    mode = mode or "auto"
+    if mode not in ANSWER_MODES:
+        raise ValueError(f"mode must be one of {', '.join(ANSWER_MODES)}; got {mode!r}")
+    return mode
 
 
 def organization_of(

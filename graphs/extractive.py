@@ -28,16 +28,39 @@ from langgraph.runtime import get_runtime
 
 from graphs.agent_state import LibrarianAgentState
 from graphs.attachments import attachments_node
-from graphs.context import LibrarianContext, organization_of
-from librarian.answers.extractive import Draft, checked, last_question, search_draft
+from graphs.context import LibrarianContext, organization_of, requested_mode
+from librarian.answers.extractive import (
+    NOT_ANSWERED,
+    Draft,
+    checked,
+    last_question,
+    search_draft,
+)
 from librarian.answers.modes import choose_mode, graph_draft
+from librarian.answers.numbering import number_sources
 from librarian.attachments import AttachmentLibrary
 from librarian.graph.query.global_limits import run_overrides
 from librarian.stack import Stack
 from librarian.sync import run_sync
 
 
-def streamed_reply(text: str, draft: Draft) -> AIMessage:
+def answered_by(draft: Draft, chosen_by: str, known: list[Any]) -> dict[str, Any]:
+    """Which path answered, for the chat's label, and an abstention's closest sources by number, so
+    the client shows them as buttons that open the viewer like any citation."""
+    closest: list[int] = []
+    if draft.text.startswith(NOT_ANSWERED):
+        closest = [n for n, _ in number_sources(known, draft.sources)[:3]]
+    return {"mode": draft.mode, "chosenBy": chosen_by, "closest": closest}
+
+
+def chosen_path(mode: str, draft: Draft) -> str:
+    """`auto`, `user`, or, when the user's graph path found nothing, that it fell back to search."""
+    if mode == "auto":
+        return "auto"
+    return "user" if draft.mode == mode else f"user ({mode} found nothing; answered from search)"
+
+
+def streamed_reply(text: str, draft: Draft, answered: dict[str, Any] | None = None) -> AIMessage:
     """The reply the node stores, after sending it to `messages` / `messages-tuple` as chunks.
 
     Chat clients join chunks by message id and show them as they arrive, as they do a chat model's
@@ -49,7 +72,11 @@ def streamed_reply(text: str, draft: Draft) -> AIMessage:
     reply = AIMessage(
         content=text,
         id=str(uuid.uuid4()),
-        response_metadata={"answer_mode": "extractive", "retrieval_mode": draft.mode},
+        response_metadata={
+            "answer_mode": "extractive",
+            "retrieval_mode": draft.mode,
+            **({"chosen_by": answered["chosenBy"], "closest": answered["closest"]} if answered else {}),
+        },
     )
     lines = text.split("\n")
     pieces = [line + "\n" for line in lines[:-1]] + [lines[-1]]
@@ -65,13 +92,17 @@ def streamed_reply(text: str, draft: Draft) -> AIMessage:
     return reply
 
 
-def final_update(draft: Draft, reply: AIMessage, records: list[Any]) -> dict[str, Any]:
+def final_update(
+    draft: Draft, reply: AIMessage, records: list[Any], answered: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The node's state update: the reply, its citation records, the sources it retrieved."""
     if any(r["action"] != "kept" for r in records):  # offsets in `citations` refer to the draft
         reply = reply.model_copy(
             update={"additional_kwargs": {**reply.additional_kwargs, "unverified_content": draft.text}}
         )
     update: dict[str, Any] = {"messages": [reply], "citations": records}
+    if answered is not None:
+        update["answered_by"] = answered
     if draft.sources:
         update["sources"] = draft.sources
     return update
@@ -95,27 +126,34 @@ def build_extractive_agent(
         current = stack()
         messages = state.get("messages", [])
         question, known = last_question(messages), state.get("sources") or []
+        mode = requested_mode(get_runtime(LibrarianContext).context)
         draft = None
-        if graph_routing and choose_mode(question) != "search":  # no event loop for a plain lookup
+        chosen = mode if mode != "auto" else choose_mode(question)
+        if graph_routing and chosen != "search":  # no event loop for a plain lookup
             overrides = run_overrides(config, get_runtime(LibrarianContext).context)
-            draft = run_sync(graph_draft(current, organization_id, question, known, overrides))
+            forced = None if mode == "auto" else mode
+            draft = run_sync(graph_draft(current, organization_id, question, known, overrides, forced))
         draft = draft or search_draft(current, organization_id, question, known)
         text, records = checked(current, draft, known)
-        return final_update(draft, streamed_reply(text, draft), records)
+        answered = answered_by(draft, chosen_path(mode, draft), known)
+        return final_update(draft, streamed_reply(text, draft, answered), records, answered)
 
     async def aretrieve_and_quote(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         organization_id = organization_of(config, get_runtime(LibrarianContext))
         current = await asyncio.to_thread(stack)  # the first call opens stores: off the event loop
         messages = state.get("messages", [])
         question, known = last_question(messages), state.get("sources") or []
+        mode = requested_mode(get_runtime(LibrarianContext).context)
         draft = None
-        if graph_routing:
+        if graph_routing and mode != "search":
             overrides = run_overrides(config, get_runtime(LibrarianContext).context)
-            draft = await graph_draft(current, organization_id, question, known, overrides)
+            forced = None if mode == "auto" else mode
+            draft = await graph_draft(current, organization_id, question, known, overrides, forced)
         if draft is None:
             draft = await asyncio.to_thread(search_draft, current, organization_id, question, known)
         text, records = await asyncio.to_thread(checked, current, draft, known)
-        return final_update(draft, streamed_reply(text, draft), records)
+        answered = answered_by(draft, chosen_path(mode, draft), known)
+        return final_update(draft, streamed_reply(text, draft, answered), records, answered)
 
     # One node with a sync and an async body (public API: RunnableLambda), so `invoke` works in a
     # notebook and `ainvoke` (the server) awaits the graph retrieval in the run's own task.

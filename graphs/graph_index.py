@@ -18,6 +18,9 @@ ids are `librarian.runs.threads.graph_thread_id` and `graph_server_thread_id`).
   unchanged and writes the rest; `embed` embeds the new summaries;
 - `publish` switches the organization's published version in one transaction and prunes the old one.
 
+A build over its organization's token budget (`librarian.costs.budget`) stops the same way at a
+stage boundary, ending `stopped` (error `budget`, with the figures); see `graphs/graph_index_nodes.py`.
+
 A cancelled build (POST /orgs/{org}/graph/cancel flags its run) stops at the next stage boundary:
 that stage only drops the version being built and ends the build `cancelled`, and the edge after
 it goes to END. Only `publish` switches the published version, so a cancel leaves it as it was.
@@ -43,7 +46,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer, RetryPolicy
 
 from graphs.context import LibrarianContext
-from graphs.graph_index_nodes import GraphIndexNodes, StackSupplier
+from graphs.graph_index_nodes import ENDED, GraphIndexNodes, StackSupplier
 from graphs.graph_index_state import GraphIndexInput, GraphIndexOutput, GraphIndexState
 from graphs.ingest import TRANSIENT
 from librarian.runs.ingest_worker import IngestOffload, server_offload
@@ -55,10 +58,11 @@ EXTRACT_WORKERS = 2  # documents extracted at once (spaCy is CPU-bound; the mach
 
 
 def unless_cancelled(stage: str) -> Callable[[GraphIndexState], str]:
-    """The edge to `stage`, or to END once a stage has ended the build `cancelled`."""
+    """The edge to `stage`, or to END once a stage has ended the build `cancelled` (an admin) or
+    `stopped` (over its token budget)."""
 
     def route(state: GraphIndexState) -> str:
-        return END if state.get("status") == "cancelled" else stage
+        return END if state.get("status") in ENDED else stage
 
     route.__name__ = f"to_{stage}"
     return route

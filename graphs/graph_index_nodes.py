@@ -10,6 +10,11 @@ POST /orgs/{org}/graph/cancel): if so it does nothing but end the build `cancell
 dropping the version this build was writing; the published version is only ever switched by
 `publish`, the last stage, so it stays as it was.
 
+The same boundaries enforce the organization's token budget (`librarian.costs.budget`): `collect`
+compares the extraction estimate with it before any call, and every later stage the tokens the build
+has spent (the cost ledger, by the build's id). Over it, the stage drops the version being built and
+ends the build `stopped` with error `budget`, the figures and a reason; the published graph stays.
+
 The work of the stages that cost CPU is a module-level function of a `Stack` in
 `graphs/graph_index_stages.py` (`extract_stage`, `merge_stage`, `communities_stage`,
 `summarize_stage`, `embed_stage`): plain Python calls it inline;
@@ -26,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -38,18 +44,23 @@ from langgraph.types import Overwrite, Send
 from graphs.context import LibrarianContext, organization_of
 from graphs.graph_index_stages import (
     communities_stage,
+    document_chunks,
     embed_stage,
     extract_stage,
     indexed_documents,
     merge_stage,
+    never_cancelled,
     now,
+    stale_paths,
     summarize_stage,
 )
 from graphs.graph_index_state import (
     ExtractJob,
     GraphIndexState,
 )
-from librarian.graph.extract import extractor_key
+from librarian.costs.budget import STOPPED_REASON, BudgetVerdict, build_budget
+from librarian.costs.estimate import estimate_stale
+from librarian.costs.ledger import ledger_of
 from librarian.graph.store import OrgGraph
 from librarian.runs.cancellation import is_run_cancelled
 from librarian.runs.coordination import coordination_for
@@ -64,6 +75,7 @@ log = logging.getLogger(__name__)
 StackSupplier = Callable[[], Stack]
 CANCEL_POLL_S = 0.5  # how often a build waiting for ingests looks for its cancel
 CANCELLED_REASON = "the build was cancelled by an organization admin; the published graph is unchanged"
+ENDED = ("cancelled", "stopped")  # statuses a stage boundary ends the build with
 
 
 def _timed(state: GraphIndexState, stage: str, started: float) -> dict[str, float]:
@@ -74,6 +86,11 @@ def _version(state: GraphIndexState) -> int:
     version = state.get("version")
     assert version is not None, "a stage after merge runs with the version merge began"
     return version
+
+
+def _build(state: GraphIndexState) -> str:
+    """The build's id (set by `collect`): its model calls are recorded against it."""
+    return state.get("buildId") or ""
 
 
 def _merged(state: GraphIndexState, counts: dict[str, int], started: float) -> dict[str, Any]:
@@ -138,6 +155,44 @@ class GraphIndexNodes:
             "updatedAt": now(),
         }
 
+    # --- budget -----------------------------------------------------------------------------------
+    def _verdict(self, state: GraphIndexState, org: str, stage: str, estimated: int = 0) -> BudgetVerdict:
+        """The build's spending (the ledger, by build id) against the organization's budget."""
+        limit = build_budget(self._stack().settings, org)
+        spent = self._spent(state, org) if limit else 0
+        return BudgetVerdict(limit=limit, spent=spent, estimated=estimated, stage=stage)
+
+    def _spent(self, state: GraphIndexState, org: str) -> int:
+        """Tokens this build's model calls have spent so far (0 before `collect` gave it an id)."""
+        build = _build(state)
+        return ledger_of(self._stack()).build_tokens(org, build) if build else 0
+
+    def over_budget(
+        self, state: GraphIndexState, config: RunnableConfig, runtime: Runtime[LibrarianContext], stage: str
+    ) -> dict[str, Any] | None:
+        """At the boundary before `stage`: the update that stops the build if it is over its budget."""
+        verdict = self._verdict(state, organization_of(config, runtime), stage)
+        return self.stopped_by_budget(state, config, runtime, verdict) if verdict.exceeded else None
+
+    def stopped_by_budget(
+        self,
+        state: GraphIndexState,
+        config: RunnableConfig,
+        runtime: Runtime[LibrarianContext],
+        verdict: BudgetVerdict,
+    ) -> dict[str, Any]:
+        """Like a cancel (the version being built is dropped, the published one stays), but `stopped`."""
+        update = self.stopped(state, config, runtime)
+        log.info("graph build of %s stopped over its budget: %s", organization_of(config, runtime), verdict)
+        return {
+            **update,
+            "status": "stopped",
+            "error": STOPPED_REASON,
+            "reason": verdict.reason(),
+            "budget": verdict.figures(),
+            "buildTokens": verdict.spent,
+        }
+
     # --- await_ingests ----------------------------------------------------------------------------
     def await_ingests(self, state: GraphIndexState, config: RunnableConfig) -> dict[str, Any]:
         """Plain Python: ingests run in the caller's own process and have finished; nothing to wait for."""
@@ -178,13 +233,11 @@ class GraphIndexNodes:
             if version.status == "building":  # an earlier build died: its half-written version goes
                 graph.abort(version.version)
         documents, skipped = indexed_documents(stack, org)
-        key = extractor_key(stack.settings)
         # deleted documents (and replaced versions) leave their cached extractions behind: drop them
         pruned = graph.prune_extractions({d["path"]: d["contentHash"] for d in documents})
-        cached = graph.cached_extractions()
-        force = bool(state.get("force"))
-        stale = [d["path"] for d in documents if force or cached.get(d["path"]) != (d["contentHash"], key)]
-        return {
+        stale = stale_paths(stack, org, documents, force=bool(state.get("force")))
+        build = uuid.uuid4().hex
+        update: dict[str, Any] = {
             "status": "running",
             "startedAt": now(),
             "documents": documents,
@@ -198,15 +251,26 @@ class GraphIndexNodes:
             "summariesWritten": 0,
             "extractionsPruned": pruned,
             "timings": {"collect": round(time.perf_counter() - started, 3)},
+            "buildId": build,
+            "buildTokens": 0,
+            "budget": None,
         }
+        if build_budget(stack.settings, org) and stale:  # the first boundary: the estimate, before any call
+            estimated = estimate_stale(stack, org, documents, stale, document_chunks)["tokens"]
+            verdict = self._verdict({"buildId": build}, org, "extract", estimated)
+            if verdict.exceeded:
+                stopped = self.stopped_by_budget({}, config, runtime, verdict)
+                return {**update, **stopped, "stale": stale}
+        return update
 
     def route_extraction(self, state: GraphIndexState) -> list[Send] | str:
         """`Send` one extraction per stale document, or go straight to merge (or end, cancelled)."""
-        if state.get("status") == "cancelled":
+        if state.get("status") in ENDED:
             return END
         hashes = {d["path"]: d["contentHash"] for d in state.get("documents") or []}
+        build = state.get("buildId") or ""
         jobs = [
-            Send("extract_document", ExtractJob(path=p, contentHash=hashes[p]))
+            Send("extract_document", ExtractJob(path=p, contentHash=hashes[p], build=build))
             for p in state.get("stale") or []
         ]
         return jobs or "merge"
@@ -219,7 +283,8 @@ class GraphIndexNodes:
         if self._cancelled(config, runtime):
             return {}  # the build stops at `merge`
         org = organization_of(config, runtime)
-        return {"extracted": [extract_stage(self._stack(), org, job["path"], job["contentHash"])]}
+        result = extract_stage(self._stack(), org, job["path"], job["contentHash"], job.get("build", ""))
+        return {"extracted": [result]}
 
     async def aextract_document(
         self, job: ExtractJob, config: RunnableConfig, runtime: Runtime[LibrarianContext]
@@ -229,7 +294,8 @@ class GraphIndexNodes:
             return {}
         org = organization_of(config, runtime)
         local = self._stack().settings.graph_extractor == "local"
-        result = await self._stage(org, extract_stage, job["path"], job["contentHash"], in_worker=local)
+        args = (job["path"], job["contentHash"], job.get("build", ""))
+        result = await self._stage(org, extract_stage, *args, in_worker=local)
         return {"extracted": [result]}
 
     # --- merge ------------------------------------------------------------------------------------
@@ -239,9 +305,12 @@ class GraphIndexNodes:
         """Cached extractions of the indexed documents → a new (building) version with provenance."""
         if self._cancelled(config, runtime):
             return self.stopped(state, config, runtime)
+        if (halt := self.over_budget(state, config, runtime, "merge")) is not None:
+            return halt
         started = time.perf_counter()
         org = organization_of(config, runtime)
-        return _merged(state, merge_stage(self._stack(), org, list(state.get("documents") or [])), started)
+        counts = merge_stage(self._stack(), org, list(state.get("documents") or []), _build(state))
+        return _merged(state, counts, started)
 
     async def amerge(
         self, state: GraphIndexState, config: RunnableConfig, runtime: Runtime[LibrarianContext]
@@ -249,9 +318,11 @@ class GraphIndexNodes:
         """`merge` on the server, in the low-priority worker."""
         if self._cancelled(config, runtime):
             return await asyncio.to_thread(self.stopped, state, config, runtime)
+        if (halt := await asyncio.to_thread(self.over_budget, state, config, runtime, "merge")) is not None:
+            return halt
         started = time.perf_counter()
         org = organization_of(config, runtime)
-        counts = await self._stage(org, merge_stage, list(state.get("documents") or []))
+        counts = await self._stage(org, merge_stage, list(state.get("documents") or []), _build(state))
         return _merged(state, counts, started)
 
     # --- communities ------------------------------------------------------------------------------
@@ -262,6 +333,8 @@ class GraphIndexNodes:
         communities the change does not reach keep their members); fingerprints for summary reuse."""
         if self._cancelled(config, runtime):
             return self.stopped(state, config, runtime)
+        if (halt := self.over_budget(state, config, runtime, "communities")) is not None:
+            return halt
         started = time.perf_counter()
         per_level = communities_stage(self._stack(), organization_of(config, runtime), _version(state))
         return {"communitiesPerLevel": per_level, "timings": _timed(state, "communities", started)}
@@ -272,6 +345,9 @@ class GraphIndexNodes:
         """`communities` on the server, in the low-priority worker."""
         if self._cancelled(config, runtime):
             return await asyncio.to_thread(self.stopped, state, config, runtime)
+        halt = await asyncio.to_thread(self.over_budget, state, config, runtime, "communities")
+        if halt is not None:
+            return halt
         started = time.perf_counter()
         per_level = await self._stage(organization_of(config, runtime), communities_stage, _version(state))
         return {"communitiesPerLevel": per_level, "timings": _timed(state, "communities", started)}
@@ -284,10 +360,12 @@ class GraphIndexNodes:
         stops it before the next summary (a model call each, with the LLM summarizer)."""
         if self._cancelled(config, runtime):
             return self.stopped(state, config, runtime)
+        if (halt := self.over_budget(state, config, runtime, "summarize")) is not None:
+            return halt
         started = time.perf_counter()
         org = organization_of(config, runtime)
         cancelled = partial(self._cancelled, config, runtime)
-        counts = summarize_stage(self._stack(), org, _version(state), cancelled)
+        counts = summarize_stage(self._stack(), org, _version(state), cancelled, _build(state))
         return self._summarized(state, config, runtime, counts, started)
 
     async def asummarize(
@@ -297,13 +375,17 @@ class GraphIndexNodes:
         its cancel point there); LLM summaries here, where a cancel stops them between two calls."""
         if self._cancelled(config, runtime):
             return await asyncio.to_thread(self.stopped, state, config, runtime)
+        halt = await asyncio.to_thread(self.over_budget, state, config, runtime, "summarize")
+        if halt is not None:
+            return halt
         started = time.perf_counter()
         org = organization_of(config, runtime)
         if self._stack().settings.graph_summarizer == "local":
-            counts = await self._stage(org, summarize_stage, _version(state))
+            counts = await self._stage(org, summarize_stage, _version(state), never_cancelled, _build(state))
         else:
             cancelled = partial(self._cancelled, config, runtime)
-            counts = await self._stage(org, summarize_stage, _version(state), cancelled, in_worker=False)
+            args = (_version(state), cancelled, _build(state))
+            counts = await self._stage(org, summarize_stage, *args, in_worker=False)
         return await asyncio.to_thread(self._summarized, state, config, runtime, counts, started)
 
     def _summarized(
@@ -327,8 +409,10 @@ class GraphIndexNodes:
         """Embed the summaries that are new in this version (reused ones kept their vectors)."""
         if self._cancelled(config, runtime):
             return self.stopped(state, config, runtime)
+        if (halt := self.over_budget(state, config, runtime, "embed")) is not None:
+            return halt
         started = time.perf_counter()
-        embed_stage(self._stack(), organization_of(config, runtime), _version(state))
+        embed_stage(self._stack(), organization_of(config, runtime), _version(state), _build(state))
         return {"timings": _timed(state, "embed", started)}
 
     async def aembed(
@@ -337,8 +421,10 @@ class GraphIndexNodes:
         """`embed` on the server, in the low-priority worker."""
         if self._cancelled(config, runtime):
             return await asyncio.to_thread(self.stopped, state, config, runtime)
+        if (halt := await asyncio.to_thread(self.over_budget, state, config, runtime, "embed")) is not None:
+            return halt
         started = time.perf_counter()
-        await self._stage(organization_of(config, runtime), embed_stage, _version(state))
+        await self._stage(organization_of(config, runtime), embed_stage, _version(state), _build(state))
         return {"timings": _timed(state, "embed", started)}
 
     # --- publish ----------------------------------------------------------------------------------------
@@ -349,6 +435,9 @@ class GraphIndexNodes:
         last stage boundary: a cancel that arrives once it has begun is too late."""
         if self._cancelled(config, runtime):
             return self.stopped(state, config, runtime)
+        verdict = self._verdict(state, organization_of(config, runtime), "publish")
+        if verdict.exceeded:
+            return self.stopped_by_budget(state, config, runtime, verdict)
         started = time.perf_counter()
         _stack, _org, graph = self._graph(config, runtime)
         version = state["version"]
@@ -372,4 +461,5 @@ class GraphIndexNodes:
             "publishedVersion": published.version,
             "updatedAt": now(),
             "timings": timings,
+            "buildTokens": verdict.spent if verdict.limit else self._spent(state, _org),
         }

@@ -8,6 +8,10 @@ result is the same wherever it runs. They are module-level so the worker can rec
 Which documents are indexed is read from the facts, not from other threads' checkpoints: a document is
 in the graph when the organization's vector index holds its chunks, all written from one content
 (the `contentHash` on every record); its chunks are read back from those records.
+
+Each stage that may call a model opens a cost scope (`librarian.costs`) for its phase and the build's
+id, wherever it runs, so the cost ledger records the calls (extract, summarise, embed) against the
+organization and the build, and the build's budget can read what it has spent so far.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from graphs.graph_index_state import (
     ExtractResult,
     SkippedDocument,
 )
+from librarian.costs.ledger import ledger_of
+from librarian.costs.scope import cost_scope
 from librarian.graph.communities import (
     CommunityDetectionError,
     annotate,
@@ -74,6 +80,14 @@ def indexed_documents(stack: Stack, org: str) -> tuple[list[DocumentInfo], list[
             continue
         documents.append({"path": path, "contentHash": digest, "chunkCount": len(by_path[path])})
     return documents, skipped
+
+
+def stale_paths(stack: Stack, org: str, documents: list[DocumentInfo], *, force: bool = False) -> list[str]:
+    """Documents whose cached extraction is missing or was made from other content or settings (all of
+    them with `force`): what `collect` sends to extraction and what a dry run estimates. Reads only."""
+    key = extractor_key(stack.settings)
+    cached = stack.graph_store.scope(org).cached_extractions()
+    return [d["path"] for d in documents if force or cached.get(d["path"]) != (d["contentHash"], key)]
 
 
 def index_chunks(stack: Stack, org: str, path: str, content_hash: str) -> list[ChunkRef] | None:
@@ -135,9 +149,14 @@ def _extract_failed(path: str, seconds: float, reason: str) -> ExtractResult:
     )
 
 
-def extract_stage(stack: Stack, org: str, path: str, content_hash: str) -> ExtractResult:
+def extract_stage(stack: Stack, org: str, path: str, content_hash: str, build: str = "") -> ExtractResult:
     """Extract one document from its indexed chunks and cache the result; a failure is reported in the
-    result (it costs this document, not the build)."""
+    result (it costs this document, not the build). Model calls go to the ledger as `extract`."""
+    with cost_scope(ledger_of(stack), org, "extract", build=build):
+        return _extract(stack, org, path, content_hash)
+
+
+def _extract(stack: Stack, org: str, path: str, content_hash: str) -> ExtractResult:
     started = time.perf_counter()
     graph = stack.graph_store.scope(org)
     chunks = document_chunks(stack, org, path, content_hash)
@@ -169,7 +188,7 @@ def extract_stage(stack: Stack, org: str, path: str, content_hash: str) -> Extra
     )
 
 
-def merge_stage(stack: Stack, org: str, documents: list[DocumentInfo]) -> dict[str, int]:
+def merge_stage(stack: Stack, org: str, documents: list[DocumentInfo], build: str = "") -> dict[str, int]:
     """Cached extractions of `documents` → a new (building) version with provenance and entity-name
     embeddings; its number and counts."""
     graph = stack.graph_store.scope(org)
@@ -196,7 +215,8 @@ def merge_stage(stack: Stack, org: str, documents: list[DocumentInfo]) -> dict[s
     embeddings = graph.reusable_entity_embeddings(names, model)
     missing = [e for e in merged.entities if e.name not in embeddings]
     if missing:
-        vectors = _unit(stack.dense.embed_documents([e.display_name for e in missing]))
+        with cost_scope(ledger_of(stack), org, "embed", build=build):
+            vectors = _unit(stack.dense.embed_documents([e.display_name for e in missing]))
         embeddings.update({e.name: v for e, v in zip(missing, vectors, strict=True)})
     graph.write_version(
         version,
@@ -244,13 +264,14 @@ def communities_stage(stack: Stack, org: str, version: int) -> dict[str, int]:
 
 
 def summarize_stage(
-    stack: Stack, org: str, version: int, cancelled: Callable[[], bool] = never_cancelled
+    stack: Stack, org: str, version: int, cancelled: Callable[[], bool] = never_cancelled, build: str = ""
 ) -> tuple[int, int] | None:
     """Reuse summaries whose fingerprint is unchanged, write the rest (finest level first, so a parent
     may use its children's); (reused, written), or None when `cancelled` turned true on the way (then
     nothing is written, and no further summary is asked for: a model call each with the LLM)."""
     graph = stack.graph_store.scope(org)
     summarizer = get_summarizer(stack.settings)
+    ledger = ledger_of(stack)
     communities = graph.communities(version=version)
     reuse = graph.reusable_summaries([c.fingerprint for c in communities], summarizer.cache_key)
     entities = {e.name: e for e in graph.entities(version=version)}
@@ -283,7 +304,8 @@ def summarize_stage(
     def run(community: Community) -> None:
         if cancelled():
             return
-        community.title, community.summary = summarizer.summarize(context_of(community))
+        with cost_scope(ledger, org, "summarise", build=build):  # in the pool's thread: its own context
+            community.title, community.summary = summarizer.summarize(context_of(community))
         community.summarizer = summarizer.cache_key
         community.summary_embedding = None
 
@@ -296,14 +318,16 @@ def summarize_stage(
     return len(communities) - len(todo), len(todo)
 
 
-def embed_stage(stack: Stack, org: str, version: int) -> int:
+def embed_stage(stack: Stack, org: str, version: int, build: str = "") -> int:
     """Embed the summaries that are new in this version (reused ones kept their vectors); how many."""
     graph = stack.graph_store.scope(org)
     communities = graph.communities(version=version, with_embeddings=True)
     missing = [c for c in communities if c.summary and c.summary_embedding is None]
     if missing:
         texts = [f"{c.title}\n{c.summary}" for c in missing]
-        for community, vector in zip(missing, _unit(stack.dense.embed_documents(texts)), strict=True):
+        with cost_scope(ledger_of(stack), org, "embed", build=build):
+            vectors = _unit(stack.dense.embed_documents(texts))
+        for community, vector in zip(missing, vectors, strict=True):
             community.summary_embedding = vector
         graph.update_summaries(version, missing)
     return len(missing)

@@ -13,7 +13,7 @@ from typing import Annotated, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
-BuildStatus = Literal["running", "published", "failed", "cancelled"]
+BuildStatus = Literal["running", "published", "failed", "cancelled", "stopped"]  # stopped: over its budget
 
 
 class DocumentInfo(TypedDict):
@@ -32,6 +32,16 @@ class ExtractJob(TypedDict):
 
     path: str
     contentHash: str
+    build: NotRequired[str]  # the build's id: its model calls are recorded against it (the budget)
+
+
+class BudgetFigures(TypedDict):
+    """Why a build stopped over its token budget: the limit, what it had spent and still estimated."""
+
+    limit: int
+    spent: int
+    estimated: int
+    stage: str
 
 
 class ExtractResult(TypedDict):
@@ -75,6 +85,9 @@ class GraphIndexState(TypedDict, total=False):
     timings: dict[str, float]
     reason: str | None
     error: str | None
+    buildId: str  # set by collect; the cost ledger groups this build's model calls under it
+    buildTokens: int  # tokens the build's model calls spent (the ledger), as of its last boundary
+    budget: BudgetFigures | None  # set when the build stopped over its budget
 
 
 class GraphIndexOutput(TypedDict, total=False):
@@ -93,3 +106,5 @@ class GraphIndexOutput(TypedDict, total=False):
     updatedAt: str
     reason: str | None
     error: str | None
+    buildTokens: int
+    budget: BudgetFigures | None

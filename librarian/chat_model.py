@@ -10,6 +10,9 @@ the support judge, rerankers, extraction, summaries) goes through `internal_mode
 of the run's `messages`/`messages-tuple`/`events` streams and still in traces (`librarian.internal_model`).
 The engines wrap the model they are given; `require_chat_model` hands out a wrapped one, since a feature
 that needs a model for its own work is an internal caller by definition.
+
+Every model built here carries the cost ledger's callback handler (`librarian.costs.handler`): its
+calls, tokens and time are recorded against the organization and phase whose `cost_scope` is open.
 """
 
 from __future__ import annotations
@@ -35,6 +38,10 @@ def chat_model_from_settings(settings: Settings, **kwargs: Any) -> BaseChatModel
         kwargs["base_url"] = settings.chat_base_url
     if (key := settings.chat_api_key()) is not None:  # a placeholder for a keyless local server
         kwargs.setdefault("api_key", key)
+    from librarian.costs.handler import USAGE_RECORDER
+
+    # every call is recorded in the cost ledger scope current where it is made (librarian.costs)
+    kwargs["callbacks"] = [*(kwargs.get("callbacks") or []), USAGE_RECORDER]
     return init_chat_model(settings.chat_model, **kwargs)
 
 

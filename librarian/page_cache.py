@@ -122,6 +122,11 @@ class PageCache:
                 self._drop(org, key)
             shutil.rmtree(self.root / org / folder, ignore_errors=True)
 
+    def images_of(self, org: str, path: str) -> int:
+        """How many images of one document are on disk (a delete's receipt counts them)."""
+        folder = self.root / org / _document_folder(path)
+        return len(list(folder.glob(f"*{SUFFIX}"))) if folder.is_dir() else 0
+
     def usage(self) -> tuple[int, dict[str, int]]:
         """Bytes kept: overall, and per organization."""
         with self._lock:

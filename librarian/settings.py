@@ -182,6 +182,10 @@ class Settings(BaseSettings):
     # false: uploads and deletes no longer schedule a server rebuild (POST /orgs/{org}/graph and
     # `librarian graph build` still build); for bulk loads, where one build at the end is enough
     graph_auto_build: bool = True
+    # Token budget of one graph build per organization (input + output, as the provider reports them;
+    # 0 = unlimited), and per-organization overrides `org=tokens,org2=tokens` (librarian.costs.budget)
+    graph_build_token_budget: int = Field(default=0, ge=0)
+    graph_build_token_budgets: str = ""
     # Global search: the most a run may ask for (context `graph_global`, `librarian ask --map-budget`);
     # a larger value is refused, naming the option and this limit
     graph_global_max_map_budget: int = Field(default=32000, ge=1000)  # tokens per map prompt

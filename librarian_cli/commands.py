@@ -33,6 +33,8 @@ from librarian_cli.search import add_search_command, cmd_search
 
 DESCRIPTION = "The `librarian` command line: ingest folders, show status, delete, reindex, search and ask."
 EXIT_INTERRUPTED = 130
+# bad arguments (argparse's own code): never 1, which `eval gate` and `graph build` use for a verdict
+EXIT_USAGE = 2
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
@@ -106,17 +108,25 @@ def command_trace(args: argparse.Namespace) -> AbstractContextManager[None]:
     return tracing.trace_scope(org)
 
 
+def _say_error(exc: Exception) -> None:
+    from rich.markup import escape
+
+    err_console().print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True, highlight=False)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
     try:
         check_args(args)
+    except LibrarianError as exc:  # refused before anything ran: a usage error, as argparse's own are
+        _say_error(exc)
+        return EXIT_USAGE
+    try:
         with command_trace(args):
             return COMMANDS[args.command](args)
     except LibrarianError as exc:
-        from rich.markup import escape
-
-        err_console().print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True, highlight=False)
+        _say_error(exc)
         return EXIT_ERROR
     except KeyboardInterrupt:
         err_console().print("interrupted")

@@ -24,6 +24,7 @@ from librarian_cli.common import (
 from librarian_cli.output import print_json, print_status_table
 
 if TYPE_CHECKING:
+    from librarian.receipts.model import Receipt
     from librarian.stack import Stack
     from services.document_status import DocumentStatus
 
@@ -35,9 +36,19 @@ def add_document_commands(subparsers: Any) -> None:
     status = subparsers.add_parser("status", help="documents of an organization with their latest status")
     add_org_argument(status)
     add_json_argument(status)
-    delete = subparsers.add_parser("delete", help="delete a document: vectors first, then the file")
-    delete.add_argument("path", help="docs/<name> or a file name")
+    delete = subparsers.add_parser(
+        "delete",
+        help="delete a document: vectors first, then the file; prints its receipt",
+        description="Delete a document and print its receipt (every place it lived, counted before and "
+        "after, and a check of every retrieval channel). With --receipts, list the organization's "
+        "kept receipts instead (of PATH only, if given).",
+    )
+    delete.add_argument("path", nargs="?", help="docs/<name> or a file name")
     add_org_argument(delete)
+    delete.add_argument(
+        "--receipts", action="store_true", help="list the receipts of past deletes (newest first)"
+    )
+    add_json_argument(delete)
     reindex = subparsers.add_parser("reindex", help="re-embed every document from its cached parse")
     reindex_scope = reindex.add_mutually_exclusive_group(required=True)
     reindex_scope.add_argument("--org", help="organization id (the namespace)")
@@ -49,10 +60,14 @@ def add_document_commands(subparsers: Any) -> None:
     )
 
 
-def document_path_arg(raw: str) -> str:
-    """`docs/NAME` as given, or a bare file name (a path to a local file counts by its name)."""
+def document_path_arg(raw: str | None) -> str | None:
+    """`docs/NAME` as given, or a bare file name (a path to a local file counts by its name).
+
+    None stays None: `delete --receipts` takes no path."""
     from librarian.files.paths import DOCS_PREFIX, document_path, validate_document_path
 
+    if raw is None:
+        return None
     if raw.startswith(DOCS_PREFIX):
         return validate_document_path(raw)
     return document_path(Path(raw).name)
@@ -94,10 +109,16 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
+    """Delete and print the receipt; `--receipts` lists the kept ones. Exit 1 if a channel still
+    returned the document (the receipt says which): the delete happened, its proof did not hold."""
     from librarian.checkpoint import sync_checkpointer
     from services.document_status import read_status
     from services.documents import DocumentNotFoundError
 
+    if args.receipts:
+        return list_receipts(args)
+    if args.path is None:
+        raise CliError("give the document to delete (docs/<name> or a file name), or --receipts")
     missing = CliError(f"no such document: {args.path} in organization {args.org}")
     stack = load_stack()
     if not stack.files.exists(args.org, args.path):  # the service's rule, checked before loading it
@@ -106,12 +127,50 @@ def cmd_delete(args: argparse.Namespace) -> int:
                 raise missing
     with document_service(stack) as service:
         try:
-            status = service.delete(args.org, args.path)
+            status, receipt = service.delete_with_receipt(args.org, args.path)
         except DocumentNotFoundError:
             raise missing from None
-    console().print(f"{status.path}: {status.status} (its vectors first, then its file)")
-    mention_graph(stack, args.org, status.path)
+    if args.json:
+        print_json({"path": status.path, "status": status.status, "receipt": receipt.as_dict()})
+    else:
+        console().print(f"{status.path}: {status.status} (its vectors first, then its file)")
+        print_receipt(receipt)
+        mention_graph(stack, args.org, status.path)
+    return 0 if receipt.verified else EXIT_ERROR
+
+
+def list_receipts(args: argparse.Namespace) -> int:
+    """The organization's kept receipts, newest first (of one path with PATH)."""
+    from services.delete_receipts import receipts_of
+
+    receipts = receipts_of(load_stack()).list(args.org, path=args.path)
+    if args.json:
+        print_json({"organization": args.org, "receipts": [r.as_dict() for r in receipts]})
+        return 0
+    if not receipts:
+        console().print(f"no delete receipts in organization {args.org}")
+    for receipt in receipts:
+        print_receipt(receipt)
     return 0
+
+
+def print_receipt(receipt: Receipt) -> None:
+    """One receipt as a table: each place with its counts, then the verdict of the probes."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=f"receipt {receipt.id}: {escape(receipt.path)} at {receipt.deleted_at}")
+    for column in ("place", "before", "after", "action"):
+        table.add_column(column, overflow="fold")
+    for place in receipt.places:
+        if place.before or place.after:
+            table.add_row(place.place, str(place.before), str(place.after), place.action)
+    console().print(table)
+    checked = ", ".join(p.channel for p in receipt.probes)
+    if receipt.verified:
+        console().print(f"verified: no channel returns it ({checked})")
+    else:
+        console().print(f"[red]not verified[/]: still returned by {', '.join(receipt.found_in)}")
 
 
 def mention_graph(stack: Stack, org: str, path: str) -> None:

@@ -2,6 +2,8 @@
 
     librarian eval retrieval --data DIR [--split test] [--folds 5] [--no-rerank] [--json] [--html FILE]
     librarian eval answers --qa FILE [--data DIR] [--graph] [--json] [--html FILE]
+    librarian eval gate --org ORG [--questions FILE] [--accept]   # librarian_cli/eval_gate.py
+    librarian eval leaks --url URL [--secret S] [--json]        # librarian_cli/eval_leaks.py
     python -m librarian_cli.eval retrieval ...       # the same without the `librarian` entry point
 
 Only argparse is imported until a command runs, so adding these subcommands costs the CLI nothing.
@@ -47,6 +49,12 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         help="build the corpus's GraphRAG index first, so the agent may answer from the graph "
         "(as it does for an organization that has one); default: search only",
     )
+    from librarian_cli.eval_gate import add_gate_command  # `gate`: an organization's regression gate
+
+    add_gate_command(sub)
+    from librarian_cli.eval_leaks import add_leaks_command  # `leaks`: the cross-tenant leak audit
+
+    add_leaks_command(sub)
     for p in (retrieval, answers):
         p.add_argument(
             "--reuse-index", action="store_true", help="keep/reuse the ingested corpus under the temp dir"
@@ -64,6 +72,14 @@ def add_eval_commands(subparsers: Any) -> argparse.ArgumentParser:
 
 def run_eval(args: argparse.Namespace) -> int:
     """Run the chosen evaluation and print its report; 2 on unreadable data (message, no traceback)."""
+    if args.eval_command == "gate":
+        from librarian_cli.eval_gate import run_gate_command
+
+        return run_gate_command(args)
+    if args.eval_command == "leaks":
+        from librarian_cli.eval_leaks import run_leaks_command
+
+        return run_leaks_command(args)
     from evals.answers import evaluate_answers
     from evals.corpus import ingested
     from evals.retrieval import evaluate_retrieval

@@ -3,6 +3,10 @@
 `librarian_cli/commands.py` wires them with `add_graph_commands(subparsers)` and dispatches `graph` to
 `cmd_graph`. The build runs in this process on the configured checkpointer (thread `{org}:graph`), so
 `status` reads the same last build whether it ran here or in a notebook on the same data directory.
+
+`status` also prints the organization's cost ledger (model calls, tokens and seconds per phase), and
+`build --dry-run` prints what a build would (re)extract and its token estimate without calling a model
+or writing anything (`graphs.graph_index_estimate`).
 """
 
 from __future__ import annotations
@@ -32,20 +36,37 @@ def graph_build(
     """Build (or incrementally rebuild) `org`'s graph index; `progress(node, update)` sees every step."""
     from librarian.checkpoint import sync_checkpointer
     from services.graph_index_service import GraphIndexService
+    from services.graph_index_status import with_costs
 
     stack = stack or _stack()
     with sync_checkpointer(stack.settings) as checkpointer:
-        return GraphIndexService(stack, checkpointer).build(org, force=force, on_update=progress)
+        report = GraphIndexService(stack, checkpointer).build(org, force=force, on_update=progress)
+    return with_costs(report, stack, org)
 
 
 def graph_status(org: str, *, stack: Stack | None = None) -> dict[str, Any]:
     """Version, counts per level, last build and stale documents of `org`'s graph index."""
     from librarian.checkpoint import sync_checkpointer
     from services.graph_index_service import GraphIndexService
+    from services.graph_index_status import with_costs
 
     stack = stack or _stack()
     with sync_checkpointer(stack.settings) as checkpointer:
-        return GraphIndexService(stack, checkpointer).status(org)
+        return with_costs(GraphIndexService(stack, checkpointer).status(org), stack, org)
+
+
+def graph_dry_run(org: str, *, force: bool = False, stack: Stack | None = None) -> dict[str, Any]:
+    """What `graph build` would (re)extract and the tokens it would cost, against the budget; no model
+    call and no write."""
+    from graphs.graph_index_estimate import estimate_extraction
+    from librarian.costs.budget import build_budget
+    from librarian.tenancy import validate_organization_id
+
+    stack = stack or _stack()
+    org = validate_organization_id(org)
+    estimate = estimate_extraction(stack, org, force=force)
+    limit = build_budget(stack.settings, org)
+    return {**estimate, "budget": limit, "withinBudget": not limit or estimate["tokens"] <= limit}
 
 
 def add_graph_commands(subparsers: Any) -> argparse.ArgumentParser:
@@ -55,6 +76,11 @@ def add_graph_commands(subparsers: Any) -> argparse.ArgumentParser:
     build = sub.add_parser("build", help="build or incrementally rebuild the organization's graph index")
     build.add_argument("--force", action="store_true", help="re-extract every document")
     build.add_argument("--quiet", action="store_true", help="no progress bar")
+    build.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list what would be (re)extracted and estimate its tokens; no model call, nothing written",
+    )
     status = sub.add_parser("status", help="version, counts per level, last build, stale documents")
     for p in (build, status):
         p.add_argument("--org", required=True, help="organization id (the namespace)")
@@ -122,6 +148,57 @@ def stale_documents(report: dict[str, Any]) -> str:
     return f"{len(listed)}: " + ", ".join(listed) if listed else "none"
 
 
+def print_costs(costs: dict[str, Any], console: Any) -> None:
+    """The cost ledger per phase, or the one line the offline defaults earn."""
+    from rich.table import Table
+
+    totals = costs.get("totals") or {}
+    if not totals.get("calls"):
+        console.print("costs: no model-backed calls (offline defaults)")
+        return
+    table = Table(title=f"Model costs of {costs['organization_id']}")
+    for name in ("phase", "calls", "input tokens", "output tokens", "seconds"):
+        table.add_column(name, justify="left" if name == "phase" else "right")
+    for p in costs.get("phases") or []:
+        table.add_row(
+            p["phase"], str(p["calls"]), str(p["inputTokens"]), str(p["outputTokens"]), f"{p['seconds']:.2f}"
+        )
+    table.add_row(
+        "total",
+        str(totals["calls"]),
+        str(totals["inputTokens"]),
+        str(totals["outputTokens"]),
+        f"{totals['seconds']:.2f}",
+        style="bold",
+    )
+    console.print(table)
+
+
+def print_dry_run(estimate: dict[str, Any], console: Any) -> None:
+    """The dry run's documents to (re)extract, the estimated calls and tokens, and the budget."""
+    console.print(
+        f"dry run for {estimate['organization_id']} ({estimate['extractor']} extractor): "
+        f"{len(estimate['stale'])} of {estimate['documents']} documents, {estimate['chunks']} chunks "
+        "would be (re)extracted"
+    )
+    for entry in estimate["stale"]:
+        console.print(
+            f"  {entry['path']}: {entry['chunks']} chunks, {entry['calls']} calls, "
+            f"{entry['inputTokens']} tokens in"
+        )
+    console.print(
+        f"estimate: {estimate['calls']} model calls, {estimate['inputTokens']} input + "
+        f"{estimate['outputTokens']} output = {estimate['tokens']} tokens"
+    )
+    budget = estimate.get("budget") or 0
+    verdict = (
+        "unlimited"
+        if not budget
+        else ("within it" if estimate["withinBudget"] else "OVER it: the build would stop")
+    )
+    console.print(f"budget: {budget or 'none'} ({verdict})")
+
+
 def print_status(report: dict[str, Any], console: Any) -> None:
     from rich.table import Table
 
@@ -144,11 +221,15 @@ def print_status(report: dict[str, Any], console: Any) -> None:
     ]
     if last.get("reason"):
         rows.append(("last error", str(last["reason"])))
+    if last.get("buildTokens"):
+        rows.append(("last build tokens", str(last["buildTokens"])))
     for failed in last.get("failedDocuments") or []:
         rows.append(("not extracted", f"{failed['path']}: {failed.get('reason')}"))
     for name, value in rows:
         table.add_row(name, value)
     console.print(table)
+    if "costs" in report:
+        print_costs(report["costs"], console)
 
 
 def cmd_graph(args: argparse.Namespace, console: Any = None, err_console: Any = None) -> int:
@@ -162,6 +243,13 @@ def cmd_graph(args: argparse.Namespace, console: Any = None, err_console: Any = 
     org = validate_organization_id(args.org)
     if args.graph_command == "status":
         report = graph_status(org)
+    elif getattr(args, "dry_run", False):
+        estimate = graph_dry_run(org, force=getattr(args, "force", False))
+        if args.json:
+            sys.stdout.write(json.dumps(estimate, indent=2, ensure_ascii=False) + "\n")
+        else:
+            print_dry_run(estimate, console)
+        return 0
     else:
         stack = _stack()
         if not stack.files.list(org) and stack.graph_store.scope(org).published_version() is None:
@@ -183,5 +271,5 @@ def cmd_graph(args: argparse.Namespace, console: Any = None, err_console: Any = 
         sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n")
     else:
         print_status(report, console)
-    failed = (report.get("lastBuild") or {}).get("status") == "failed"
-    return 1 if failed and args.graph_command == "build" else 0
+    unpublished = (report.get("lastBuild") or {}).get("status") in ("failed", "stopped")  # stopped: budget
+    return 1 if unpublished and args.graph_command == "build" else 0

@@ -15,6 +15,19 @@ from services.run_backend import ACTIVE_RUN_STATES
 
 FAILED_RUN_STATES = ("error", "timeout")
 INTERRUPTED_REASON = "the server stopped during the ingest and its run was lost; upload the file again"
+# The pipeline stage a running ingest is in, named by the graph's next node, for people (the web app's
+# "parsing → embedding → indexing"). `upsert_batch` embeds and writes each batch of chunks, so
+# `chunkCount` (written so far) out of `chunkTotal` is the embedding progress.
+STAGE_OF_NODE = {
+    "load_file": "parsing",
+    "parse": "parsing",
+    "await_parse": "parsing",
+    "map_chunks": "embedding",
+    "delete_vectors": "embedding",
+    "upsert_batch": "embedding",
+    "finalize": "indexing",
+}
+STAGE_ORDER = ("parsing", "embedding", "indexing")
 
 
 @dataclass
@@ -30,11 +43,14 @@ class DocumentStatus:
     sizeBytes: int | None = None
     threadId: str | None = None
     queuedRuns: int | None = None
+    stage: str | None = None  # running: parsing | embedding | indexing
+    chunkTotal: int | None = None  # running: chunks the document has (once parsed)
+    queuedSince: str | None = None  # queued: when its oldest waiting run was enqueued (its place in line)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON shape: optional run details are left out rather than sent as null."""
         data = asdict(self)
-        for key in ("threadId", "queuedRuns"):
+        for key in ("threadId", "queuedRuns", "stage", "chunkTotal", "queuedSince"):
             if data[key] is None:
                 del data[key]
         return data
@@ -68,7 +84,8 @@ def status_from_snapshot(path: str, snapshot: Any) -> DocumentStatus:
             )
         if errors:
             return DocumentStatus(status="failed", error="ingest_error", reason=str(errors[0]), **common)
-        return DocumentStatus(status="running", chunkCount=values.get("indexedCount", 0), **common)
+        indexed = values.get("indexedCount", 0)
+        return DocumentStatus(status="running", chunkCount=indexed, **common, **_progress(snapshot, values))
     return DocumentStatus(
         status=values.get("status", "not_ingested"),
         chunkCount=values.get("chunkCount", 0),
@@ -76,6 +93,17 @@ def status_from_snapshot(path: str, snapshot: Any) -> DocumentStatus:
         error=values.get("error"),
         **common,
     )
+
+
+def _progress(snapshot: Any, values: dict[str, Any]) -> dict[str, Any]:
+    """The stage of a pending checkpoint (the furthest of its next nodes) and, once parsed, its chunks."""
+    if values.get("cleanup"):  # a delete's or cancel's follow-up: it removes, parses nothing
+        return {"stage": None, "chunkTotal": None}
+    stages = [STAGE_OF_NODE[node] for node in snapshot.next or () if node in STAGE_OF_NODE]
+    stage = max(stages, key=STAGE_ORDER.index) if stages else None
+    chunks = values.get("chunks")
+    total = len(chunks) if isinstance(chunks, list) and stage in ("embedding", "indexing") else None
+    return {"stage": stage, "chunkTotal": total}
 
 
 def read_status(checkpointer: Any, org: str, path: str) -> DocumentStatus:
@@ -108,6 +136,11 @@ def document_status(path: str, snapshot: Any, runs: list[dict[str, Any]]) -> Doc
     if active:
         status.status = "running" if any(r["status"] == "running" for r in active) else "queued"
         status.queuedRuns = len(active)
+        if status.status == "queued":
+            # a queued run is not in the old checkpoint's stage; its place in line is its enqueue time
+            status.stage, status.chunkTotal = None, None
+            since = [str(r["created_at"]) for r in active if r.get("created_at")]
+            status.queuedSince = min(since) if since else None
     elif getattr(snapshot, "interrupted", False) and status.status == "running":
         status.status, status.error, status.chunkCount = "failed", "interrupted", 0
         status.reason = INTERRUPTED_REASON

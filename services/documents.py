@@ -36,11 +36,14 @@ from typing import TYPE_CHECKING, Any
 from librarian.errors import FileTooLargeError, LibrarianError
 from librarian.files.paths import document_path, validate_document_path
 from librarian.page_cache import page_cache
+from librarian.receipts.counting import Footprint
+from librarian.receipts.model import Receipt
 from librarian.runs.coordination import Coordination, coordination_for
 from librarian.runs.threads import thread_id
 from librarian.stack import Stack
 from librarian.sync import run_sync
 from librarian.tenancy import validate_organization_id
+from services.delete_receipts import GraphBuild, complete_receipt, footprint
 from services.document_status import DocumentStatus, document_status
 from services.run_backend import ACTIVE_RUN_STATES, RunBackend, RunRef
 
@@ -229,16 +232,37 @@ class DocumentOps:
         The follow-up run deletes the path's vectors once more, after any cancelled run has ended
         (so nothing it wrote survives) and leaves the status `deleted`.
         """
+        run, _ = await self._delete(org, path, owner=owner, measure=False)
+        return run
+
+    async def delete_with_receipt(
+        self, org: str, path: str, *, owner: str | None = None, graph_build: GraphBuild | None = None
+    ) -> tuple[RunRef, Receipt]:
+        """`delete`, and its receipt (`services.delete_receipts`): every place the document lived,
+        counted before (inside the path's turn) and after, the graph build that removes what remains
+        of it in the graph (`graph_build` schedules it, if the caller does), and the probes of every
+        retrieval channel. The receipt is kept in the organization's receipt store."""
+        run, before = await self._delete(org, path, owner=owner, measure=True)
+        assert before is not None
+        receipt = await complete_receipt(
+            self.stack, org, validate_document_path(path), before, owner=owner, graph_build=graph_build
+        )
+        return run, receipt
+
+    async def _delete(
+        self, org: str, path: str, *, owner: str | None, measure: bool
+    ) -> tuple[RunRef, Footprint | None]:
         org, path = self._checked(org, path)
         async with self.turn(org, path):
             await self._existing(org, path)
+            before = await footprint(self.stack, org, path) if measure else None
             epoch = await self._supersede(org, path)
             await self.runs.cancel_active(org, path)
             await asyncio.to_thread(self._delete_vectors, org, path)
             await asyncio.to_thread(self.stack.files.delete, org, path)
             await asyncio.to_thread(page_cache(self.stack).forget, org, path)  # its page images too
             cleanup = {"path": path, "cleanup": "deleted", **epoch}
-            return await self.runs.start(org, path, cleanup, owner=owner)
+            return await self.runs.start(org, path, cleanup, owner=owner), before
 
     def _delete_vectors(self, org: str, path: str) -> None:
         """Under the path's fence: a run on another process writes its batch before or not at all."""
@@ -313,6 +337,12 @@ class DocumentService:
         await self.ops.delete(org, path)
         return await self.ops.status(org, path)
 
+    async def adelete_with_receipt(self, org: str, path: str) -> tuple[DocumentStatus, Receipt]:
+        """`adelete`, and the delete's receipt (no graph build is scheduled: plain Python leaves it
+        to `librarian graph build`, which the receipt's pending entries name)."""
+        _, receipt = await self.ops.delete_with_receipt(org, path)
+        return await self.ops.status(org, path), receipt
+
     async def acancel(self, org: str, path: str) -> DocumentStatus:
         await self.ops.cancel(org, path)
         return await self.ops.status(org, path)
@@ -342,6 +372,10 @@ class DocumentService:
     def delete(self, org: str, path: str) -> DocumentStatus:
         """Vectors first, then the file; status `deleted`. `DocumentNotFoundError` if never there."""
         return run_sync(self.adelete(org, path))
+
+    def delete_with_receipt(self, org: str, path: str) -> tuple[DocumentStatus, Receipt]:
+        """`delete`, and its receipt (kept in the organization's receipt store)."""
+        return run_sync(self.adelete_with_receipt(org, path))
 
     def cancel(self, org: str, path: str) -> DocumentStatus:
         """Cancel the path's running ingest (from another thread); status `cancelled`, no vectors."""

@@ -28,7 +28,7 @@ from librarian.runs import cancellation
 from librarian.runs.server_client import sdk_client, thread_runs
 from librarian.runs.threads import graph_server_thread_id, graph_thread_id
 from librarian.stack import get_stack
-from services.graph_index_status import build_status, published_facts, status_report
+from services.graph_index_status import build_status, published_facts, status_report, with_costs
 from services.run_admission import RANK_GRAPH, Job, RunAdmission
 
 logger = logging.getLogger(__name__)
@@ -109,7 +109,8 @@ async def server_status(org: str, *, client: Any = None) -> dict[str, Any]:
     last = await _last_build(client, graph_server_thread_id(org))
     stack = get_stack()
     published, published_docs, indexed = await asyncio.to_thread(published_facts, stack, org)
-    return status_report(org, published, published_docs, indexed, last)
+    report = status_report(org, published, published_docs, indexed, last)
+    return await asyncio.to_thread(with_costs, report, stack, org)
 
 
 # --- an admin's cancel --------------------------------------------------------------------------------

@@ -3,6 +3,9 @@
 The report combines the build thread's latest checkpoint (the last build) with the store's published
 version (what queries see) and the indexed documents the published version does not reflect yet
 (stale). Each front door reads the checkpoint its own way; the rest is the same facts, read here.
+A build stopped over its token budget reports `stopped` with error `budget`, the figures (`budget`:
+limit, spent, estimated, stage) and a reason; `costs` (the organization's cost ledger) is added by
+`with_costs`.
 """
 
 from __future__ import annotations
@@ -42,12 +45,13 @@ def build_status(values: dict[str, Any], next_nodes: Any, task_errors: list[Any]
         "summariesWritten": values.get("summariesWritten", 0),
         "extractionsPruned": values.get("extractionsPruned", 0),
         "timings": values.get("timings") or {},
+        "buildTokens": int(values.get("buildTokens") or 0),
     }
     if task_errors:
         out["error"] = "build_error"
         out["reason"] = str(task_errors[0])[:500]
-    elif status == "cancelled":  # the build recorded why it stopped (an admin's cancel)
-        out.update({k: values[k] for k in ("error", "reason") if values.get(k)})
+    elif status in ("cancelled", "stopped"):  # the build recorded why it stopped (a cancel, its budget)
+        out.update({k: values[k] for k in ("error", "reason", "budget") if values.get(k)})
     return out
 
 
@@ -89,3 +93,10 @@ def published_facts(stack: Stack, org: str) -> tuple[GraphVersion | None, dict[s
     published_docs = {d.path: d.content_hash for d in graph.documents()} if published else {}
     documents, _skipped = indexed_documents(stack, org)
     return published, published_docs, {d["path"]: d["contentHash"] for d in documents}
+
+
+def with_costs(report: dict[str, Any], stack: Stack, org: str) -> dict[str, Any]:
+    """The status report plus the organization's cost ledger per phase (zeros offline)."""
+    from librarian.costs.ledger import ledger_of
+
+    return {**report, "costs": ledger_of(stack).report(org)}

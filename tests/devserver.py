@@ -64,6 +64,8 @@ def config_for(workdir: Path, source: Path = REPO_DIR / "langgraph.json") -> Pat
 def server_env(data_dir: Path, secret: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of a dev server: offline flags, the secret, and no stray LIBRARIAN_ settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LIBRARIAN_", "OPENAI_", "LANGSMITH_"))}
+    if os.environ.get("LIBRARIAN_WEB_DIST"):  # a developer's own web build (webapi.webapp) is kept
+        env["LIBRARIAN_WEB_DIST"] = os.environ["LIBRARIAN_WEB_DIST"]
     env.update(
         LANGGRAPH_CLI_NO_ANALYTICS="1",
         LANGGRAPH_NO_VERSION_CHECK="1",

@@ -1,8 +1,10 @@
 // Built assets go to dist/ and are committed, so serving the app needs no npm (see README "Web app").
 import { defineConfig } from "vite";
+import compressAssets from "./vite-plugin-compress.js";
 
 export default defineConfig({
   base: "/",
+  plugins: [compressAssets()], // .br/.gz siblings of the assets, served by webapi/asset_encoding.py
   build: {
     outDir: "dist",
     assetsDir: "assets",

@@ -7,16 +7,19 @@ An upload or a delete also schedules the organization's graph rebuild (coalesced
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import Request
+from fastapi import Query, Request
 from fastapi.responses import JSONResponse
 
 from librarian.errors import FileTooLargeError
 from librarian.files.multipart import ENVELOPE_BYTES, read_file_field
+from librarian.receipts.store import DEFAULT_LIMIT, MAX_LIMIT
 from librarian.settings import get_settings
 from librarian.stack import get_stack
+from services.delete_receipts import receipts_of
 from services.document_runs import ServerRuns
 from services.documents import DocumentOps
 from services.graph_index_runs import schedule_build
@@ -30,7 +33,8 @@ from webapi.models import (
     UploadAccepted,
     UploadForm,
 )
-from webapi.params import DocumentPath
+from webapi.params import DocumentPath, check_document_path, whole_number
+from webapi.receipt_models import DeleteReceipt, ReceiptList
 from webapi.routing import librarian_router, refusals
 
 logger = logging.getLogger("librarian.server")
@@ -52,18 +56,21 @@ def documents() -> DocumentOps:
     return DocumentOps(get_stack(), ServerRuns())
 
 
-async def _schedule_graph_after_change(org: str, owner: str) -> None:
+async def _schedule_graph_after_change(org: str, owner: str) -> dict[str, Any] | None:
     """A document changed: rebuild the organization's graph once its ingests are done (coalesced).
 
-    A failure to schedule is logged, never the upload's or delete's failure: the next change or an
-    admin's POST /orgs/{org}/graph schedules it again. Off with LIBRARIAN_GRAPH_AUTO_BUILD=false.
+    Returns the scheduled (or coalesced) build's ids, which a delete's receipt names as the build
+    that removes the document's graph contributions; None when nothing was scheduled. A failure to
+    schedule is logged, never the upload's or delete's failure: the next change or an admin's
+    POST /orgs/{org}/graph schedules it again. Off with LIBRARIAN_GRAPH_AUTO_BUILD=false.
     """
     if not get_settings().graph_auto_build:
-        return
+        return None
     try:
-        await schedule_build(org, owner=owner, wait_for_ingests=True)
+        return await schedule_build(org, owner=owner, wait_for_ingests=True)
     except Exception:
         logger.exception("could not schedule the graph build of %s", org)
+        return None
 
 
 @router.post(
@@ -133,6 +140,32 @@ async def cancel_document_ingest(
 
 
 @router.get(
+    "/orgs/{org}/documents/receipts",
+    response_model=ReceiptList,
+    operation_id="listDeleteReceipts",
+    summary="Organization admins: the receipts of the organization's deletes, newest first.",
+    response_description="Receipts.",
+    responses=refusals({400: "A bad `path` or `limit`.", 403: "Not an admin of the organization."}),
+)
+async def list_delete_receipts(
+    access: Annotated[Access, admin("list delete receipts")],
+    path: Annotated[str | None, Query(description="Only the receipts of this document path.")] = None,
+    limit: Annotated[
+        str | None, Query(description=f"At most this many (1-{MAX_LIMIT}, default {DEFAULT_LIMIT}).")
+    ] = None,
+) -> ReceiptList:
+    wanted = check_document_path(path) if path is not None else None
+    count = DEFAULT_LIMIT if limit is None else whole_number(limit)
+    if count is None or not 1 <= count <= MAX_LIMIT:
+        raise ApiError(400, "bad_limit", f"limit must be a whole number from 1 to {MAX_LIMIT}")
+    stack = get_stack()
+    kept = await asyncio.to_thread(lambda: receipts_of(stack).list(access.org, path=wanted, limit=count))
+    return ReceiptList(
+        organization_id=access.org, receipts=[DeleteReceipt.model_validate(r.as_dict()) for r in kept]
+    )
+
+
+@router.get(
     "/orgs/{org}/documents/{path:path}",
     response_model=DocumentStatus,
     operation_id="getDocument",
@@ -153,9 +186,23 @@ async def get_document(access: Reader, path: DocumentPath) -> JSONResponse:
     responses=refusals({404: "No such document (never uploaded, or already deleted)."}),
 )
 async def delete_document(access: Writer, path: DocumentPath) -> DocumentDeleted:
-    run = await documents().delete(access.org, path, owner=access.owner)
+    """200 with the receipt even when a probe still found the document: the delete's effects happened
+    and cannot be undone; `receipt.verified` is false and `receipt.foundIn` names the channels."""
     # Graph answers stop citing it now (query-time liveness against the index,
     # librarian/graph/query/liveness.py); the graph keeps listing it as removed, so `graph status` is
-    # not up to date until the coalesced rebuild removes its contribution.
-    await _schedule_graph_after_change(access.org, access.owner)
-    return DocumentDeleted(path=path, deleted=True, thread_id=run.thread_id, run_id=run.run_id)
+    # not up to date until the coalesced rebuild removes its contribution: the receipt names that build.
+    run, receipt = await documents().delete_with_receipt(
+        access.org,
+        path,
+        owner=access.owner,
+        graph_build=lambda: _schedule_graph_after_change(access.org, access.owner),
+    )
+    if not receipt.verified:
+        logger.warning("the delete of %s in %s is not verified: %s", path, access.org, receipt.found_in)
+    return DocumentDeleted(
+        path=path,
+        deleted=True,
+        thread_id=run.thread_id,
+        run_id=run.run_id,
+        receipt=DeleteReceipt.model_validate(receipt.as_dict()),
+    )

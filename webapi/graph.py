@@ -9,12 +9,29 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any
 
+from fastapi import Request
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
 from services.graph_index_runs import NoActiveBuildError, cancel_build, schedule_build, server_status
 from webapi.access import Access, Reader, admin
 from webapi.errors import ApiError
+from webapi.graph_explore import (
+    community_detail_view,
+    community_page_view,
+    entity_evidence_view,
+    search_entities_view,
+)
+from webapi.graph_explore_models import CommunityDetail, CommunityPage, EntityEvidence, EntityMatches
+from webapi.graph_explore_params import (
+    DEFAULT_COMMUNITY_PAGE,
+    DEFAULT_SUGGESTIONS,
+    CommunityId,
+    PageLimit,
+    PageOffset,
+    SearchText,
+    SuggestionLimit,
+)
 from webapi.graph_view import communities_view, local_answer, neighbourhood_view
 from webapi.models import (
     EntityNeighbourhood,
@@ -30,6 +47,7 @@ from webapi.params import EntityName, Question
 from webapi.routing import librarian_router, refusals
 
 router = librarian_router()
+PAGING = frozenset({"offset", "limit", "q"})  # any of them asks /communities for one page
 
 
 @router.post(
@@ -46,6 +64,20 @@ router = librarian_router()
 async def rebuild_graph(access: Annotated[Access, admin("rebuild the graph")]) -> GraphBuildScheduled:
     scheduled = await schedule_build(access.org, owner=access.owner)
     return GraphBuildScheduled(organization_id=access.org, **scheduled)
+
+
+@router.post(
+    "/orgs/{org}/graph/rebuild",
+    status_code=202,
+    response_model=GraphBuildScheduled,
+    operation_id="rebuildGraphNamed",
+    summary="Organization admins: schedule a rebuild of the GraphRAG index (same as POST /orgs/{org}/graph).",
+    description='The Graph page\'s "Rebuild graph" button; coalesced like `POST /orgs/{org}/graph`.',
+    response_description="Scheduled (or already queued: `coalesced`).",
+    responses=refusals({403: "Not an admin of the organization."}),
+)
+async def rebuild_graph_named(access: Annotated[Access, admin("rebuild the graph")]) -> GraphBuildScheduled:
+    return await rebuild_graph(access)
 
 
 @router.post(
@@ -83,14 +115,69 @@ async def graph_status(access: Reader) -> JSONResponse:
 
 @router.get(
     "/orgs/{org}/graph/communities",
-    response_model=GraphCommunities,
+    response_model=GraphCommunities | CommunityPage,
     operation_id="getGraphCommunities",
     summary="The published graph's communities (level, title, summary, first members).",
-    response_description="Communities, coarsest level first.",
-    responses=refusals({404: "No published graph yet (`no_graph`)."}),
+    description="Without `offset`, `limit` or `q`: every community, coarsest level first (the first "
+    "shape, kept for existing clients). With any of them: one page of the communities that have a "
+    "member from a document still indexed, largest first, with `total`; `q` keeps those whose title "
+    "or a member's name matches.",
+    response_description="Communities: all of them, or one page.",
+    responses=refusals({400: "A bad `offset`, `limit` or `q`.", 404: "No published graph yet (`no_graph`)."}),
 )
-async def graph_communities(access: Reader) -> JSONResponse:
-    return JSONResponse(await communities_view(access.org))
+async def graph_communities(
+    access: Reader,
+    request: Request,
+    offset: PageOffset = 0,
+    limit: PageLimit = DEFAULT_COMMUNITY_PAGE,
+    q: SearchText = "",
+) -> JSONResponse:
+    if not PAGING.intersection(request.query_params):
+        return JSONResponse(await communities_view(access.org))
+    return JSONResponse(await community_page_view(access.org, offset, limit, q))
+
+
+@router.get(
+    "/orgs/{org}/graph/communities/{community}",
+    response_model=CommunityDetail,
+    operation_id="getGraphCommunity",
+    summary="One community of the published graph: its members and the relations between them.",
+    response_description="The community, members best connected first.",
+    responses=refusals(
+        {400: "Not a community id (`bad_community`).", 404: "No graph, or no such community."}
+    ),
+)
+async def graph_community(access: Reader, community: CommunityId) -> JSONResponse:
+    return JSONResponse(await community_detail_view(access.org, community))
+
+
+@router.get(
+    "/orgs/{org}/graph/entities",
+    response_model=EntityMatches,
+    operation_id="searchGraphEntities",
+    summary="Entities of the published graph whose name matches `q`: suggestions for a search box.",
+    description="Exact key or alias first, then names starting with `q`, a word starting with it, "
+    "containing it; the best connected first within each. Empty `q`: the best connected entities. "
+    "Entities of deleted documents are left out.",
+    response_description="Matching entities; look one up by its `name` (the key).",
+    responses=refusals({400: "A bad `q` or `limit`.", 404: "No published graph yet (`no_graph`)."}),
+)
+async def graph_entities(
+    access: Reader, q: SearchText = "", limit: SuggestionLimit = DEFAULT_SUGGESTIONS
+) -> JSONResponse:
+    return JSONResponse(await search_entities_view(access.org, q, limit))
+
+
+@router.get(
+    "/orgs/{org}/graph/evidence",
+    response_model=EntityEvidence,
+    operation_id="getEntityEvidence",
+    summary="One entity's claims and relations, each citing the chunks (path, page, bbox) it came from.",
+    response_description="Evidence with numbered sources, as a local answer cites them.",
+    responses=refusals({404: "No published graph, or no such entity."}),
+)
+async def graph_evidence(access: Reader, entity: EntityName) -> JSONResponse:
+    return JSONResponse(await entity_evidence_view(access.org, entity))
 
 
 @router.get(

@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from webapi.receipt_models import DeleteReceipt
+
 RunId = Annotated[str, Field(json_schema_extra={"format": "uuid"})]
 
 
@@ -56,6 +58,9 @@ class DocumentStatus(Open):
     sizeBytes: int | None = None
     threadId: RunId | None = None
     queuedRuns: int | None = None
+    stage: Literal["parsing", "embedding", "indexing"] | None = None
+    chunkTotal: int | None = None
+    queuedSince: str | None = None
 
 
 class DocumentList(Open):
@@ -68,6 +73,7 @@ class DocumentDeleted(BaseModel):
     deleted: bool
     thread_id: RunId
     run_id: RunId
+    receipt: DeleteReceipt = Field(description="Every place the document lived, counted before and after.")
 
 
 class IngestCancelled(BaseModel):
@@ -109,7 +115,7 @@ class FailedDocument(Open):
 
 
 class LastBuild(Open):
-    status: Literal["never", "queued", "running", "published", "failed", "cancelled"]
+    status: Literal["never", "queued", "running", "published", "failed", "cancelled", "stopped"]
     startedAt: str | None = None
     updatedAt: str | None = None
     publishedVersion: int | None = None
@@ -130,6 +136,10 @@ class LastBuild(Open):
         default=None, description="When an admin cancelled it, if it was cancelled before it started."
     )
     threadId: RunId | None = None
+    buildTokens: int = Field(default=0, description="Tokens the build's model calls spent (the cost ledger).")
+    budget: dict[str, Any] | None = Field(
+        default=None, description="`stopped` over its token budget: limit, spent, estimated, stage."
+    )
 
 
 class GraphStatus(Open):
@@ -151,6 +161,7 @@ class GraphStatus(Open):
     )
     removedDocuments: list[str] = []
     upToDate: bool = False
+    costs: dict[str, Any] | None = Field(default=None, description="The cost ledger (GET .../graph/costs).")
 
 
 class GraphCommunity(Open):

@@ -41,7 +41,7 @@ MAX_MEMBER_CHARS = 200
 CHECKS: dict[str, Callable[[Any], Any]] = {}
 
 
-def _checked(name: str, check: Callable[[Any], Any]) -> BeforeValidator:
+def checked_param(name: str, check: Callable[[Any], Any]) -> BeforeValidator:
     CHECKS[name] = check
     return BeforeValidator(check)
 
@@ -119,17 +119,17 @@ def check_member(value: Any) -> str:
 OrgId = Annotated[
     str,
     Path(pattern=ORG_ID_PATTERN.pattern, description="Organization id; one of the caller's memberships."),
-    _checked("org", check_org),
+    checked_param("org", check_org),
 ]
 DocumentPath = Annotated[
     str,
     Path(pattern="^docs/.+$", description="Document path, `docs/<file name>` (URL-encoded)."),
-    _checked("path", check_document_path),
+    checked_param("path", check_document_path),
 ]
 PageNumber = Annotated[
     int,
     Path(ge=1, le=MAX_PAGE, description="1-based page number (a source's `page`)."),
-    _checked("page", check_page),
+    checked_param("page", check_page),
 ]
 PageWidth = Annotated[
     int,
@@ -142,22 +142,22 @@ PageWidth = Annotated[
             + " (the larger on a tie); a very tall or very large page comes out smaller."
         ),
     ),
-    _checked("width", check_width),
+    checked_param("width", check_width),
 ]
 EntityName = Annotated[
     str,
     Query(min_length=1, max_length=MAX_ENTITY_CHARS, description="An entity name or alias."),
-    _checked("entity", check_entity),
+    checked_param("entity", check_entity),
 ]
 MemberId = Annotated[
     str,
     Path(min_length=1, max_length=MAX_MEMBER_CHARS, description="A member's user id (the token's `sub`)."),
-    _checked("member", check_member),
+    checked_param("member", check_member),
 ]
 Question = Annotated[
     str,
     Query(min_length=1, max_length=MAX_QUESTION_CHARS, description="The question, naming its entities."),
-    _checked("q", check_question),
+    checked_param("q", check_question),
 ]
 
 

@@ -4,7 +4,8 @@ With `enable_custom_route_auth` the LangGraph server wraps every route of `serve
 middleware, so a route could not serve a page to a browser that has no token yet. This middleware
 sits in front of routing and answers exactly `GET|HEAD /` and `GET|HEAD /assets/<file>` from the
 built files, and nothing else: the page holds no data, and every API call it makes carries the
-user's token and meets the same checks as any other client's.
+user's token and meets the same checks as any other client's. Text assets go out compressed when the
+browser accepts it (`webapi.asset_encoding`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from webapi.asset_encoding import VARY, compressed_response, is_compressible
 from webapi.pages import warm_up
 
 # LIBRARIAN_WEB_DIST serves another build (a developer's `vite build --outDir`) without touching web/dist.
@@ -37,7 +39,8 @@ class WebAppMiddleware:
     def __init__(self, app: ASGIApp, directory: Path = WEB_DIST) -> None:
         self.app = app
         self.index = directory / "index.html"
-        self.assets = StaticFiles(directory=directory / "assets", check_dir=False)
+        self.assets_dir = directory / "assets"
+        self.assets = StaticFiles(directory=self.assets_dir, check_dir=False)
 
     def _serves(self, scope: Scope) -> bool:
         return (
@@ -60,16 +63,27 @@ class WebAppMiddleware:
             await response(scope, receive, send)
             return
         # Vite names assets by content hash, so they may be cached for good.
-        child = {**scope, "path": scope["path"][len("/assets") :], "root_path": ""}
+        relative = scope["path"][len("/assets") :]
+        child = {**scope, "path": relative, "root_path": ""}
+        vary = is_compressible(relative)  # its answer depends on Accept-Encoding, raw or not
 
         async def send_with_headers(message: dict) -> None:
             if message["type"] == "http.response.start":
-                headers = list(message.get("headers", []))
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"vary"]
                 headers.append((b"cache-control", b"public, max-age=31536000, immutable"))
                 headers.append((b"x-content-type-options", b"nosniff"))
+                if vary:
+                    headers.append((b"vary", VARY["Vary"].encode()))
                 message = {**message, "headers": headers}
             await send(message)
 
+        accept = dict(scope.get("headers") or []).get(b"accept-encoding", b"").decode("latin-1")
+        compressed = await compressed_response(
+            self.assets_dir, relative, accept, head=scope["method"] == "HEAD"
+        )
+        if compressed is not None:
+            await compressed(scope, receive, send_with_headers)
+            return
         try:
             await self.assets(child, receive, send_with_headers)
         except HTTPException as exc:  # missing, or outside the folder (routing's handler is inside us)

@@ -242,6 +242,7 @@ async def graph_draft(
     question: str,
     known: list[Source],
     global_overrides: Mapping[str, Any] | None = None,
+    mode: Mode | None = None,
 ) -> Draft | None:
     """The offline agent's graph route: the chooser's path over the published graph, as a draft.
 
@@ -250,7 +251,7 @@ async def graph_draft(
     task, so cancelling the run cancels the retrieval (no further stage or map worker starts).
     `global_overrides` are the run's `graph_global` budgets and concurrency, within server limits.
     """
-    mode = choose_mode(question)
+    mode = mode or choose_mode(question)  # a run's chosen path (`LibrarianContext.mode`) wins
     if mode == "search" or not await has_graph(stack, organization_id):
         return None
     if mode == "local":

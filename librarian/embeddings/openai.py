@@ -3,15 +3,20 @@
 The configured dimension is part of the index's embedding contract, so every returned vector is
 checked against it: a server that ignores `dimensions`, or a model swapped behind the same name,
 must fail loudly instead of writing vectors from another embedding space.
+
+Each response's `usage` is recorded in the cost ledger as the `embed` phase of the organization whose
+`cost_scope` is open (`librarian.costs`); outside a scope nothing is recorded.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import openai
 
+from librarian.costs.scope import record_usage
 from librarian.errors import ConfigError, LibrarianError, TransientProviderError
 
 MAX_INPUTS_PER_CALL = 2048  # OpenAI's per-request limit on `input` items
@@ -74,8 +79,11 @@ class OpenAIDenseEmbedder:
 
     def _embed_batch(self, batch: list[str]) -> list[list[float]]:
         extra = {"dimensions": self.dimension} if self._send_dimensions else {}
+        started = time.perf_counter()
         with openai_errors("embedding"):
             response = self._client.embeddings.create(model=self.model_id, input=batch, **extra)
+        usage = getattr(response, "usage", None)  # the cost ledger's `embed` phase, when a scope is open
+        record_usage(getattr(usage, "prompt_tokens", 0) or 0, 0, time.perf_counter() - started, phase="embed")
         data = sorted(response.data, key=lambda item: item.index)
         if len(data) != len(batch):
             raise LibrarianError(f"OpenAI returned {len(data)} embeddings for {len(batch)} inputs")

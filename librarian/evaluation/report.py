@@ -2,7 +2,9 @@
 
 A report has a `title`, a `summary` (key -> value), and `tables`: each `{name, columns, rows, chart?}`
 where rows are lists in column order and `chart` names the numeric column drawn as bars (inline SVG,
-so the HTML needs no network and no script).
+so the HTML needs no network and no script). A report may also carry a `verdict` (`{status, message}`,
+shown first: the gate's pass or fail), and a table a `flag` column whose `REGRESSED` / `improved`
+cells mark their row (red / green, and the word itself, so colour is never the only signal).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ def _cell(value: Any) -> str:
 
 def to_text(report: dict[str, Any]) -> str:
     lines = [report["title"]]
+    if report.get("verdict"):
+        lines.append(f"  verdict: {report['verdict']['status'].upper()}: {report['verdict']['message']}")
     lines += [f"  {k}: {_cell(v)}" for k, v in report.get("summary", {}).items()]
     for table in report.get("tables", []):
         cells = [[_cell(v) for v in row] for row in table["rows"]]
@@ -40,6 +44,9 @@ def to_text(report: dict[str, Any]) -> str:
         if table.get("note"):
             lines.append(table["note"])
     return "\n".join(lines)
+
+
+_ROW_CLASS = {"REGRESSED": "bad", "improved": "good"}
 
 
 def to_json(report: dict[str, Any]) -> str:
@@ -79,9 +86,18 @@ def to_html(report: dict[str, Any]) -> str:
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{title}</title><style>body{{font-family:system-ui,sans-serif;margin:2rem;max-width:70rem}}"
         "table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding:.3rem .6rem}"
-        "td.n{text-align:right;font-variant-numeric:tabular-nums}dt{font-weight:600}</style></head><body>",
-        f"<h1>{title}</h1><dl>",
+        "td.n{text-align:right;font-variant-numeric:tabular-nums}dt{font-weight:600}"
+        "tr.bad{background:#fde2e1}tr.good{background:#e3f6e5}p.verdict{font-size:1.2rem;font-weight:600}"
+        ".fail{color:#a4161a}.pass{color:#1b6e2a}</style></head><body>",
+        f"<h1>{title}</h1>",
     ]
+    if report.get("verdict"):
+        status = str(report["verdict"]["status"])
+        out.append(
+            f"<p class='verdict {html.escape(status)}'>{html.escape(status.upper())}: "
+            f"{html.escape(str(report['verdict']['message']))}</p>"
+        )
+    out.append("<dl>")
     for key, value in report.get("summary", {}).items():
         out.append(f"<dt>{html.escape(str(key))}</dt><dd>{html.escape(_cell(value))}</dd>")
     out.append("</dl>")
@@ -90,14 +106,16 @@ def to_html(report: dict[str, Any]) -> str:
         if table.get("chart"):
             out.append(_bars(table))
         out.append("<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in table["columns"]) + "</tr>")
+        flag = table["columns"].index(table["flag"]) if table.get("flag") in table["columns"] else None
         for row in table["rows"]:
+            mark = _ROW_CLASS.get(str(row[flag])) if flag is not None else None
             cells = "".join(
                 f"<td class='n'>{html.escape(_cell(v))}</td>"
                 if isinstance(v, int | float)
                 else f"<td>{html.escape(_cell(v))}</td>"
                 for v in row
             )
-            out.append(f"<tr>{cells}</tr>")
+            out.append(f"<tr class='{mark}'>{cells}</tr>" if mark else f"<tr>{cells}</tr>")
         out.append("</table>")
         if table.get("note"):
             out.append(f"<p>{html.escape(table['note'])}</p>")

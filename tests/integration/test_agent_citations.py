@@ -182,7 +182,12 @@ def test_extractive_answer_streams_as_message_chunks(corpus):
     assembled = sum(pieces[1:], pieces[0])
     assert {p.id for p in pieces} == {stored.id}
     assert (assembled.content, assembled.response_metadata) == (stored.content, stored.response_metadata)
-    assert stored.response_metadata == {"answer_mode": "extractive", "retrieval_mode": "search"}
+    assert stored.response_metadata == {
+        "answer_mode": "extractive",
+        "retrieval_mode": "search",
+        "chosen_by": "auto",
+        "closest": [],
+    }
 
 
 def test_abstains_when_no_source_answers_and_names_the_closest(corpus):
@@ -225,3 +230,34 @@ def test_quotes_carry_no_link_targets_or_footnote_markers(corpus):
     record = next(c for c in state["citations"] if "aquatic plants" in c["sentence"])
     source = state["sources"][record["span"]["marker"] - 1]
     assert "[[45]](#cite_note-45)" in source["text"][record["span"]["start"] : record["span"]["end"]]
+
+
+def test_the_answer_and_the_judge_are_charged_to_the_organization(corpus, openai_server):
+    """The cost ledger: the agent's own calls are `answer`, the support judge's are `judge`."""
+    from librarian.costs.handler import USAGE_RECORDER
+    from librarian.costs.ledger import ledger_of
+
+    judged = Stack(corpus.settings.model_copy(update={"support_judge": "llm"}))
+    model = ChatOpenAI(
+        base_url=openai_server.base_url,
+        api_key=TEST_API_KEY,
+        model="gpt-test",
+        max_retries=0,
+        callbacks=[USAGE_RECORDER],  # as `chat_model_from_settings` builds it
+    )
+
+    def phases() -> dict[str, tuple[int, int, int]]:
+        return {p.phase: (p.calls, p.inputTokens, p.outputTokens) for p in ledger_of(judged).phases(ORG)}
+
+    before = phases()
+    openai_server.chat_script += [
+        ToolCallReply("search_documents", {"query": "refund days", "top_k": 1}),
+        TextReply(SUPPORTED),
+        TextReply("Support: 0.9"),
+    ]
+    ask(build_agent(lambda: judged, model=model), "How long do refunds take?")
+    after = phases()
+    spent = {p: tuple(a - b for a, b in zip(after[p], before[p], strict=True)) for p in after}
+    assert spent["answer"][0] == 2 and spent["judge"][0] == 1  # the tool call and the answer; one verdict
+    assert spent["answer"][1] + spent["judge"][1] == openai_server.tokens_served["prompt"]
+    assert spent["answer"][2] + spent["judge"][2] == openai_server.tokens_served["completion"]

@@ -104,7 +104,12 @@ def assert_quotes_cite_their_sources(state, *, all_verbatim: bool = True) -> lis
 def test_an_overview_question_is_answered_from_the_global_graph(stack: Stack, org: str) -> None:
     state = ask(build_agent(lambda: stack), OVERVIEW, org)
     answer = state["messages"][-1]
-    assert answer.response_metadata == {"answer_mode": "extractive", "retrieval_mode": "global"}
+    assert answer.response_metadata == {
+        "answer_mode": "extractive",
+        "retrieval_mode": "global",
+        "chosen_by": "auto",
+        "closest": [],
+    }
     assert answer.content.startswith(OFFLINE_NOTICE) and "[Community ID: " in answer.content
     assert_quotes_cite_their_sources(state, all_verbatim=False)
     assert all(s["path"].startswith("docs/carol-") and s["bbox"] for s in state["sources"])

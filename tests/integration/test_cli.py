@@ -262,7 +262,7 @@ def test_ask_answers_with_citations_to_the_right_document(cli):
     assert code == 0 and "Citations" in out and "docs/bees.txt" in out
 
 
-# --- refusals: clear message, exit 1, nothing heavy loaded -------------------------------------
+# --- refusals: clear message, exit 1 (2 for bad arguments), nothing heavy loaded ---------------
 
 
 @pytest.mark.parametrize("command", [["status"], ["search", "alpacas"], ["ask", "what do alpacas eat?"]])
@@ -275,7 +275,7 @@ def test_an_organization_without_documents_is_an_error(cli, command):
 @pytest.mark.parametrize("command", [["search", ""], ["ask", "   "]])
 def test_an_empty_query_is_an_error(cli, command):
     code, out, err = cli(*command, "--org", ORG)
-    assert code == 1 and out == ""
+    assert code == 2 and out == ""
     assert "the query is empty" in err
 
 
@@ -297,7 +297,7 @@ def test_deleting_a_document_that_never_existed_is_an_error(data_dir):
 )
 def test_bad_arguments_are_refused_before_anything_is_loaded(data_dir, argv, message):
     code, out, err, heavy = run_fresh(data_dir, *argv)
-    assert code == 1 and out == ""
+    assert code == 2 and out == ""  # a usage error, like argparse's
     assert message in " ".join(err.split()) and "Traceback" not in err
     assert heavy == []
 

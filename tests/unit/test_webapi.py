@@ -141,10 +141,18 @@ OPERATIONS = {
     "cancelGraphBuild",
     "getGraphStatus",
     "getGraphCommunities",
+    "getGraphCommunity",  # webapi/graph.py: the Graph page's explorer (issue 29)
+    "searchGraphEntities",
+    "getEntityEvidence",
+    "rebuildGraphNamed",
     "getEntityNeighbourhood",
     "getGraphLocalAnswer",
     "getGraphDriftAnswer",
     "eraseMemberConversations",
+    "putEvalQuestions",  # webapi/eval_gate.py
+    "getEvalGate",
+    "getGraphCosts",  # webapi/graph_costs.py
+    "listDeleteReceipts",  # webapi/documents.py (delete receipts)
 }
 
 

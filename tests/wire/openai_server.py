@@ -15,6 +15,9 @@ A `stream: true` chat request gets a real stream, as OpenAI sends it: chunked tr
 server-sent event per delta (the text word by word, tool-call arguments in parts), each written and
 flushed on its own (`stream_delay_s` apart, if set), so a client sees several chunks per reply and a
 streaming bug cannot hide behind a reply that arrives in one piece.
+
+Every reply carries a `usage` counted from its words (`chat_usage`; embeddings: words of the inputs),
+and `tokens_served` adds them up, so a cost ledger can be checked against what the server served.
 """
 
 from __future__ import annotations
@@ -102,6 +105,8 @@ class OpenAIWireServer(LoopbackServer):
         self.default_reply: ScriptEntry = TextReply("(no scripted reply)")  # or a callable, as in the script
         self.stream_delay_s = 0.0  # pause between a streamed reply's events
         self.requests: list[RecordedRequest] = []
+        # tokens in the `usage` of every answered request, so a test can compare a ledger with them
+        self.tokens_served = {"prompt": 0, "completion": 0, "embedding": 0}
         self._failures: list[tuple[int, str | None]] = []
         self._ids = itertools.count(1)
         self._lock = threading.RLock()
@@ -172,6 +177,7 @@ class OpenAIWireServer(LoopbackServer):
                 embedding = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
             data.append({"object": "embedding", "index": i, "embedding": embedding})
         n_tokens = sum(len(t.split()) for t in texts)
+        self.tokens_served["embedding"] += n_tokens
         return {
             "object": "list",
             "data": data,
@@ -198,7 +204,9 @@ class OpenAIWireServer(LoopbackServer):
         ]
         text = reply.text if isinstance(reply, TextReply) else None
         finish = "tool_calls" if tool_calls else "stop"
-        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        usage = chat_usage(body, text, tool_calls)
+        self.tokens_served["prompt"] += usage["prompt_tokens"]
+        self.tokens_served["completion"] += usage["completion_tokens"]
         base = {"id": completion_id, "created": int(time.time()), "model": body.get("model", "")}
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -212,6 +220,16 @@ class OpenAIWireServer(LoopbackServer):
             "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
             "usage": usage,
         }
+
+
+def chat_usage(body: dict[str, Any], text: str | None, tool_calls: list[dict[str, Any]]) -> dict[str, int]:
+    """The `usage` of a chat reply: words of the request's messages (plus one per message for the role)
+    and of the reply (at least 10 and 5, the fixed figures this server used to send)."""
+    messages = body.get("messages") or []
+    prompt = sum(len(str(m.get("content") or "").split()) + 1 for m in messages if isinstance(m, dict))
+    reply = len((text or "").split()) + sum(len(c["function"]["arguments"].split()) for c in tool_calls)
+    prompt, completion = max(prompt, 10), max(reply, 5)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
 def _sse_events(

@@ -9,6 +9,20 @@ export interface DocumentStatus {
   sizeBytes?: number | null;
   updatedAt?: string | null;
   parser?: string | null;
+  /** While running: parsing | embedding | indexing (the ingest graph's next step). */
+  stage?: string | null;
+  /** While embedding: how many chunks the document has; `chunkCount` is how many are written so far. */
+  chunkTotal?: number | null;
+  /** Queued or running runs of this document. */
+  queuedRuns?: number | null;
+  /** While queued: when its oldest waiting run was enqueued, so waiting documents can be put in line. */
+  queuedSince?: string | null;
+}
+
+export interface GraphBuildScheduled {
+  organization_id: string;
+  coalesced?: boolean;
+  [key: string]: unknown;
 }
 
 export class ApiError extends Error {
@@ -22,9 +36,14 @@ export class ApiError extends Error {
 }
 
 export class Api {
+  /**
+   * `onUnauthorized` runs when the server answers 401 to a signed-in call (the token expired or was
+   * revoked mid-session), so the page can say so instead of failing every call after it.
+   */
   constructor(
     readonly token: string,
     readonly org: string,
+    readonly onUnauthorized?: () => void,
   ) {}
 
   headers(): Record<string, string> {
@@ -44,6 +63,7 @@ export class Api {
       } catch {
         /* not JSON: keep the status line */
       }
+      if (response.status === 401) this.onUnauthorized?.();
       throw new ApiError(response.status, code, message);
     }
     return response;
@@ -71,6 +91,17 @@ export class Api {
 
   async remove(path: string): Promise<void> {
     await this.request(this.docUrl(path), { method: "DELETE" });
+  }
+
+  /** Admins: cancel the document's queued or running ingest (409 when it has none). */
+  async cancelIngest(path: string): Promise<void> {
+    await this.request(`${this.docUrl(path)}/cancel`, { method: "POST" });
+  }
+
+  /** Admins: schedule a rebuild of the organization's GraphRAG index (coalesced with a queued one). */
+  async rebuildGraph(): Promise<GraphBuildScheduled> {
+    const response = await this.request(`/orgs/${encodeURIComponent(this.org)}/graph`, { method: "POST" });
+    return response.json();
   }
 
   async pageImage(path: string, page: number, width: number): Promise<Blob> {

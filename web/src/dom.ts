@@ -31,3 +31,28 @@ export function formatBytes(n: number | null | undefined): string {
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
   return `${(n / 1024 / 1024).toFixed(1)} MB`;
 }
+
+/** "1 chunk", "2 chunks": a count with its noun in the right number (`many` for irregular plurals). */
+export function plural(n: number, one: string, many: string = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+/** "1st", "2nd", "3rd", "11th": a place in line. */
+export function ordinal(n: number): string {
+  const tens = n % 100;
+  const suffix = tens >= 11 && tens <= 13 ? "th" : ({ 1: "st", 2: "nd", 3: "rd" } as Record<number, string>)[n % 10] ?? "th";
+  return `${n}${suffix}`;
+}
+
+/**
+ * A file name that may wrap after `_`, `-`, `.` or `/` (a `<wbr>` there), so a long name breaks at
+ * its own separators ("word_sample_" / "report.docx") rather than mid-word.
+ */
+export function breakableName(name: string): DocumentFragment {
+  const fragment = document.createDocumentFragment();
+  name.split(/(?<=[_\-./])/).forEach((part, i) => {
+    if (i) fragment.append(document.createElement("wbr"));
+    fragment.append(part);
+  });
+  return fragment;
+}

@@ -1,19 +1,13 @@
-// The GraphRAG view: the build's status, the communities with their summaries, and a small picture
-// of one entity's neighbourhood (pick a member of a community, or type a name).
+// The GraphRAG view: the build's status (refreshed while a build runs; admins can rebuild), a local
+// question, and the explorer (`graphexplorer.ts`): entity search, the largest communities a page at a
+// time, and a small picture of one entity's neighbourhood with its evidence.
+import "./graph.css";
 import { ApiError, type Api } from "./api";
 import { h } from "./dom";
+import { explorer, searchEntities } from "./graphexplorer";
 import { localPanel } from "./graphlocal";
-
-interface Community {
-  id: number;
-  level: number;
-  title: string;
-  summary: string;
-  size: number;
-  members: string[];
-  /** Entity keys of `members`, same order: what a member is looked up by (a label may not re-key). */
-  memberKeys?: string[];
-}
+import { decodeClaims } from "./session";
+import { costPanel } from "./costs";
 
 export interface Neighbourhood {
   center: string;
@@ -82,94 +76,66 @@ export function picture(n: Neighbourhood, centers: string[] = [n.center], id = "
   return root;
 }
 
+/** What the status route says of the last build while it runs: its progress figures, in words. */
+export function progressText(last: Record<string, any> | undefined): string {
+  if (!last) return "";
+  const figures = [
+    last.documents ? `${last.documents} documents` : "",
+    last.extracted?.length ? `${last.extracted.length} extracted` : "",
+    last.chunksExtracted ? `${last.chunksExtracted} chunks read` : "",
+    last.chunksReused ? `${last.chunksReused} chunks reused` : "",
+    last.summariesWritten ? `${last.summariesWritten} summaries written` : "",
+    last.summariesReused ? `${last.summariesReused} reused` : "",
+    last.queuedRuns ? `${last.queuedRuns} queued` : "",
+  ].filter(Boolean);
+  return figures.length ? ` (${figures.join(", ")})` : "";
+}
+
+const BUILDING = new Set(["running", "queued"]);
+const FIRST_POLL_MS = 1000;
+const MAX_POLL_MS = 10_000;
+
 export function renderGraph(root: HTMLElement, api: Api): () => void {
   const status = h("p", { class: "help", role: "status" }, "Loading the graph…");
-  const list = h("div", { class: "communities" });
-  const hoodPanel = h("div", { class: "card", id: "neighbourhood", hidden: true });
-  const entity = h("input", { type: "search", id: "entity", placeholder: "an entity name" });
-  const lookup = h(
-    "form",
-    { class: "ask", role: "search" },
-    h("label", { for: "entity" }, "Show the neighbourhood of"),
-    entity,
-    h("div", { class: "row" }, h("button", { type: "submit" }, "Show")),
-  );
+  const progress = h("p", { class: "help build-progress", "aria-live": "polite" });
+  const isAdmin = decodeClaims(api.token)?.role === "admin";
+  const rebuild = isAdmin ? h("button", { type: "button", class: "secondary", id: "rebuild-graph" }, "Rebuild graph") : null;
+  // the cost ledger's calls and tokens per phase (web/src/costs.ts)
+  const costs = h("div", { class: "graph-costs", id: "graph-costs" }, costPanel(api));
+  const statusArea = h("div", { class: "card graph-status" }, status, progress, rebuild, costs);
+  const local = localPanel(api);
+  const explore = explorer(api);
   root.replaceChildren(
-    h("section", { "aria-labelledby": "graph-title" }, h("h2", { id: "graph-title" }, "Knowledge graph"), status, localPanel(api), lookup, hoodPanel, list),
+    h("section", { "aria-labelledby": "graph-title", class: "graph-page" }, h("h2", { id: "graph-title" }, "Knowledge graph"), statusArea, local, explore.element),
   );
   let stopped = false;
+  let timer = 0;
+  let shownVersion: number | null | undefined;
 
-  async function showNeighbourhood(name: string, shown = name): Promise<void> {
-    hoodPanel.hidden = false;
-    hoodPanel.replaceChildren(h("p", { class: "help" }, `Loading ${shown}…`));
-    try {
-      const n = (await api.graph("/neighbourhood", name)) as Neighbourhood;
-      const label = (key: string) => n.nodes.find((x) => x.name === key)?.label ?? key;
-      hoodPanel.replaceChildren(
-        h("h3", {}, `Around ${label(n.center)}`),
-        picture(n),
-        h(
-          "ul",
-          { class: "edges", "aria-label": "Relations" },
-          ...n.edges.map((e) => h("li", {}, `${label(e.source)} — ${e.relation.replace(/_/g, " ")} — ${label(e.target)}`)),
-        ),
-      );
-    } catch (e) {
-      hoodPanel.replaceChildren(h("p", { class: "error", role: "alert" }, (e as Error).message));
-    }
-    hoodPanel.scrollIntoView({ block: "nearest" });
-  }
-
-  lookup.addEventListener("submit", (event) => {
-    event.preventDefault();
-    if (entity.value.trim()) void showNeighbourhood(entity.value.trim());
-  });
-
-  (async () => {
+  /** The status line; while a build runs, asked again with a growing delay until it ends. */
+  async function refresh(delay = FIRST_POLL_MS): Promise<void> {
     try {
       const state = await api.graph();
       if (stopped) return;
-      const build = state.lastBuild?.status ? ` Last build: ${state.lastBuild.status}.` : "";
+      const last = state.lastBuild ?? {};
+      const running = BUILDING.has(last.status);
+      progress.textContent = running ? `Building now: ${last.status}${progressText(last)}.` : "";
+      if (rebuild) rebuild.disabled = running;
+      const build = last.status && last.status !== "never" && !running ? ` Last build: ${last.status}.` : ""; // a CLI build leaves no server build
       if (state.version == null) {
         status.textContent = `No knowledge graph is published yet; it is built after documents are indexed.${build}`;
-        return;
+      } else {
+        status.textContent =
+          `Version ${state.version}: ${state.entities} entities, ${state.edges} relations from ${state.documents} documents.` +
+          (state.upToDate ? "" : " Some documents are not in it yet.") +
+          build;
+        if (state.version !== shownVersion) {
+          shownVersion = state.version;
+          void explore.load();
+          void placeholderFromLibrary();
+        }
       }
-      status.textContent =
-        `Version ${state.version}: ${state.entities} entities, ${state.edges} relations from ${state.documents} documents.` +
-        (state.upToDate ? "" : " Some documents are not in it yet.") +
-        build;
-      const { communities } = (await api.graph("/communities")) as { communities: Community[] };
-      if (stopped) return;
-      const levels = [...new Set(communities.map((c) => c.level))].sort((a, b) => a - b);
-      for (const level of levels) {
-        list.append(
-          h("h3", {}, level === 0 ? "Broadest themes" : `Level ${level}`),
-          h(
-            "ul",
-            { class: "community-list" },
-            ...communities
-              .filter((c) => c.level === level)
-              .map((c) =>
-                h(
-                  "li",
-                  { class: "card" },
-                  h("h4", {}, c.title || `Community ${c.id}`),
-                  c.summary ? h("p", {}, c.summary) : null,
-                  h(
-                    "p",
-                    { class: "members" },
-                    `${c.size} entities: `,
-                    ...c.members.flatMap((m, i) => [
-                      i ? ", " : "",
-                      h("button", { type: "button", class: "link", onclick: () => showNeighbourhood(c.memberKeys?.[i] ?? m, m) }, m),
-                    ]),
-                    c.size > c.members.length ? ", …" : "",
-                  ),
-                ),
-              ),
-          ),
-        );
-      }
+      if (running) timer = window.setTimeout(() => void refresh(Math.min(delay * 1.5, MAX_POLL_MS)), delay);
     } catch (e) {
       if (stopped) return;
       status.textContent =
@@ -177,8 +143,35 @@ export function renderGraph(root: HTMLElement, api: Api): () => void {
           ? "This organization has no knowledge graph yet."
           : `Could not load the graph: ${(e as Error).message}`;
     }
-  })();
+  }
+
+  /** The local question's example names an entity this library holds: its best connected one. */
+  async function placeholderFromLibrary(): Promise<void> {
+    try {
+      const top = (await searchEntities(api, "", 1)).entities[0];
+      const input = local.querySelector<HTMLInputElement>("#local-q");
+      if (top && input && !stopped) input.placeholder = `e.g. What is ${top.label}?`;
+    } catch {
+      /* the generic placeholder stays */
+    }
+  }
+
+  rebuild?.addEventListener("click", async () => {
+    rebuild.disabled = true;
+    try {
+      await api.request(`/orgs/${encodeURIComponent(api.org)}/graph/rebuild`, { method: "POST" });
+      progress.textContent = "Rebuild scheduled.";
+      window.clearTimeout(timer);
+      void refresh();
+    } catch (e) {
+      rebuild.disabled = false;
+      progress.textContent = `Could not schedule a rebuild: ${(e as Error).message}`;
+    }
+  });
+
+  void refresh();
   return () => {
     stopped = true;
+    window.clearTimeout(timer);
   };
 }

@@ -70,9 +70,9 @@ function show(panel: HTMLElement, api: Api, answer: LocalAnswer): void {
           matched.length,
           h("p", { class: "help" }, `${matched.join(", ")}.`),
           hood ? picture({ ...hood, center: hood.matched[0] }, hood.matched, "local-hood-title", true) : null,
-        )
+        ) ?? ""
       : h("p", { class: "help" }, "No entity of the graph matched; the evidence comes from the text."),
-    more("Communities", answer.communities.length, ...answer.communities.map((c) => h("p", {}, h("strong", {}, `${c.title}: `), c.summary))),
+    more("Communities", answer.communities.length, ...answer.communities.map((c) => h("p", {}, h("strong", {}, `${c.title}: `), c.summary))) ?? "",
     more(
       "All evidence",
       answer.evidence.length,
@@ -81,13 +81,13 @@ function show(panel: HTMLElement, api: Api, answer: LocalAnswer): void {
         { class: "evidence", "aria-label": "Evidence" },
         ...answer.evidence.map((e) => h("li", {}, e.kind === "claim" ? "Claim: " : "", e.text, " ", cite(api, answer, e.source))),
       ),
-    ),
+    ) ?? "",
   );
 }
 
 /** The form and its answer panel, for the Graph page. */
 export function localPanel(api: Api): HTMLElement {
-  const input = h("input", { type: "search", id: "local-q", maxlength: 1000, placeholder: "e.g. Who works for Ebenezer Scrooge?" });
+  const input = h("input", { type: "search", id: "local-q", maxlength: 1000, placeholder: "a question naming something in your documents" }); // the page names one of its entities once the graph loads (graph.ts)
   const result = h("div", { id: "local-answer", "aria-live": "polite" });
   const button = h("button", { type: "submit" }, "Ask");
   const form = h(

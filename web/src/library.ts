@@ -1,17 +1,52 @@
-// The document library: upload (drag and drop or file picker), live status, filters, delete.
+// The document library: upload (drag and drop or file picker), each document's pipeline stage and
+// progress, filters, delete, and for admins cancel of an ingest and a rebuild of the graph.
 import { Api, type DocumentStatus } from "./api";
 import type { Claims } from "./session";
-import { announce, formatBytes, h } from "./dom";
+import { announce, breakableName, formatBytes, h, ordinal, plural } from "./dom";
 
 const STATUSES = ["queued", "running", "indexed", "skipped", "failed", "cancelled"];
 const BUSY = new Set(["queued", "running"]);
+// What a document goes through; a running one is in one of the middle three (the API's `stage`).
+const STAGES = ["queued", "parsing", "embedding", "indexing", "done"] as const;
 const FAST_POLL_MS = 1000;
 const SLOW_POLL_MS = 10000;
 
+/** Where a document is in the pipeline: the index into STAGES. */
+function stageIndex(doc: DocumentStatus): number {
+  if (doc.status === "queued") return 0;
+  if (doc.status === "running") return Math.max(1, STAGES.indexOf((doc.stage ?? "parsing") as (typeof STAGES)[number]));
+  return STAGES.length - 1;
+}
+
+/** Queued documents in the order the server admits them (oldest waiting run first): 1-based places. */
+function placesInLine(documents: DocumentStatus[]): Map<string, number> {
+  const queued = documents
+    .filter((d) => d.status === "queued")
+    .sort((a, b) => (a.queuedSince ?? "").localeCompare(b.queuedSince ?? "") || a.path.localeCompare(b.path));
+  return new Map(queued.map((d, i) => [d.path, i + 1]));
+}
+
+/** One line for people: what the document is doing now (upload notes and announcements). */
+export function describe(doc: DocumentStatus, place?: number): string {
+  switch (doc.status) {
+    case "queued":
+      return place ? `waiting for its turn (${ordinal(place)} in line)` : "waiting for its turn";
+    case "running":
+      if (doc.stage === "embedding" && doc.chunkTotal) return `embedding, ${doc.chunkCount ?? 0} of ${plural(doc.chunkTotal, "chunk")}`;
+      return doc.stage ?? "starting";
+    case "indexed":
+      return `indexed, ${plural(doc.chunkCount ?? 0, "chunk")}`;
+    default:
+      return doc.reason ? `${doc.status}: ${doc.reason}` : doc.status;
+  }
+}
+
 export function renderLibrary(root: HTMLElement, api: Api, claims: Claims): () => void {
   const canWrite = claims.role !== "reader";
+  const isAdmin = claims.role === "admin";
   let documents: DocumentStatus[] = [];
   const known = new Map<string, string>();
+  const notes = new Map<string, { item: HTMLLIElement; name: string }>(); // upload notes kept current
   let timer: number | undefined;
   let stopped = false;
 
@@ -44,12 +79,20 @@ export function renderLibrary(root: HTMLElement, api: Api, claims: Claims): () =
     ),
     body,
   );
+  const graphNote = h("span", { class: "help", id: "graph-note", role: "status" });
+  const rebuild = h("button", { type: "button", class: "secondary", id: "rebuild-graph" }, "Rebuild graph");
+  rebuild.addEventListener("click", () => void rebuildGraph());
 
   root.replaceChildren(
     h(
       "section",
       { "aria-labelledby": "library-title" },
-      h("h2", { id: "library-title" }, `Library of ${claims.org}`),
+      h(
+        "div",
+        { class: "library-head" },
+        h("h2", { id: "library-title" }, `Library of ${claims.org}`),
+        isAdmin ? h("div", { class: "admin-actions" }, rebuild, graphNote) : null,
+      ),
       canWrite ? h("div", { class: "card" }, fileInput, drop, uploads) : h("p", { class: "help" }, "Your role can read documents but not upload or delete them."),
       h(
         "div",
@@ -64,14 +107,55 @@ export function renderLibrary(root: HTMLElement, api: Api, claims: Claims): () =
     ),
   );
 
-  function statusCell(doc: DocumentStatus): HTMLElement {
+  function stagesList(doc: DocumentStatus): HTMLElement {
+    const current = stageIndex(doc);
+    return h(
+      "ol",
+      { class: "stages", "aria-label": "Pipeline stages" },
+      ...STAGES.map((stage, i) =>
+        h("li", { class: i < current ? "past" : i === current ? "current" : "", "aria-current": i === current ? "step" : undefined }, stage),
+      ),
+    );
+  }
+
+  function statusCell(doc: DocumentStatus, place: number | undefined): HTMLElement {
     const why = doc.reason || doc.error;
+    const busy = BUSY.has(doc.status);
+    const embedding = doc.status === "running" && doc.stage === "embedding" && doc.chunkTotal;
     return h(
       "td",
-      {},
+      { class: "status-cell" },
       h("span", { class: `badge ${doc.status}` }, doc.status),
-      why ? h("span", { class: "reason" }, ` ${why}`) : null,
+      busy ? h("span", { class: "now" }, ` ${describe(doc, place)}`) : null,
+      busy ? stagesList(doc) : null,
+      embedding
+        ? h("progress", { max: doc.chunkTotal ?? 0, value: doc.chunkCount ?? 0, "aria-label": `Chunks embedded of ${doc.path}` })
+        : null,
+      !busy && why ? h("span", { class: "reason" }, ` ${why}`) : null,
     );
+  }
+
+  function actions(doc: DocumentStatus): HTMLElement {
+    const cancelButton =
+      isAdmin && BUSY.has(doc.status)
+        ? h("button", { type: "button", class: "secondary small", "aria-label": `Cancel the ingest of ${doc.path}`, onclick: () => cancelIngest(doc.path) }, "Cancel")
+        : null;
+    const del = canWrite
+      ? h("button", { type: "button", class: "danger", "aria-label": `Delete ${doc.path}`, onclick: () => remove(doc.path) }, "Delete")
+      : null;
+    return h("td", { class: "actions" }, cancelButton, del);
+  }
+
+  function summarize(): string {
+    const running = documents.filter((d) => d.status === "running").length;
+    const waiting = documents.filter((d) => d.status === "queued").length;
+    const rest = STATUSES.filter((s) => !BUSY.has(s))
+      .map((s) => [s, documents.filter((d) => d.status === s).length] as const)
+      .filter(([, n]) => n)
+      .map(([s, n]) => `${n} ${s}`);
+    const busy = [running ? `${running} running` : "", waiting ? `${waiting} waiting for their turn` : ""].filter(Boolean);
+    const parts = [...busy, ...rest];
+    return plural(documents.length, "document") + (parts.length ? `: ${parts.join(", ")}` : "");
   }
 
   function draw(): void {
@@ -80,30 +164,28 @@ export function renderLibrary(root: HTMLElement, api: Api, claims: Claims): () =
     const shown = documents.filter(
       (d) => (!needle || d.path.toLowerCase().includes(needle)) && (!wanted || d.status === wanted),
     );
-    const counts = STATUSES.map((s) => [s, documents.filter((d) => d.status === s).length] as const).filter(([, n]) => n);
-    summary.textContent =
-      `${documents.length} document(s)` +
-      (counts.length ? `: ${counts.map(([s, n]) => `${n} ${s}`).join(", ")}` : "") +
-      (shown.length !== documents.length ? `; ${shown.length} shown` : "");
+    const places = placesInLine(documents);
+    summary.textContent = summarize() + (shown.length !== documents.length ? `; ${shown.length} shown` : "");
     body.replaceChildren(
       ...shown.map((doc) =>
         h(
           "tr",
-          { "data-path": doc.path },
-          h("th", { scope: "row" }, doc.path.replace(/^docs\//, "")),
-          statusCell(doc),
-          h("td", {}, doc.status === "indexed" ? `${doc.chunkCount ?? 0} chunks` : ""),
-          h("td", {}, formatBytes(doc.sizeBytes)),
-          h(
-            "td",
-            {},
-            canWrite
-              ? h("button", { type: "button", class: "danger", "aria-label": `Delete ${doc.path}`, onclick: () => remove(doc.path) }, "Delete")
-              : null,
-          ),
+          { "data-path": doc.path, "data-status": doc.status },
+          h("th", { scope: "row", class: "name" }, breakableName(doc.path.replace(/^docs\//, ""))),
+          statusCell(doc, places.get(doc.path)),
+          h("td", { class: "count" }, doc.status === "indexed" ? plural(doc.chunkCount ?? 0, "chunk") : ""),
+          h("td", { class: "size" }, formatBytes(doc.sizeBytes)),
+          actions(doc),
         ),
       ),
     );
+    for (const doc of documents) {
+      const note = notes.get(doc.path);
+      if (!note) continue;
+      note.item.textContent = `${note.name}: ${describe(doc, places.get(doc.path))}`;
+      note.item.className = doc.status === "failed" ? "error" : doc.status === "indexed" ? "ok" : "";
+      if (!BUSY.has(doc.status)) notes.delete(doc.path); // final: the note stays as it is
+    }
   }
 
   async function refresh(): Promise<void> {
@@ -111,7 +193,7 @@ export function renderLibrary(root: HTMLElement, api: Api, claims: Claims): () =
       documents = await api.listDocuments();
       for (const doc of documents) {
         const before = known.get(doc.path);
-        if (before && before !== doc.status) announce(`${doc.path}: ${doc.status}`);
+        if (before && before !== doc.status) announce(`${doc.path}: ${describe(doc)}`);
         known.set(doc.path, doc.status);
       }
       draw();
@@ -139,14 +221,39 @@ export function renderLibrary(root: HTMLElement, api: Api, claims: Claims): () =
     await refresh();
   }
 
+  async function cancelIngest(path: string): Promise<void> {
+    if (!window.confirm(`Cancel the ingest of ${path}? What it indexed so far is removed.`)) return;
+    try {
+      await api.cancelIngest(path);
+      announce(`The ingest of ${path} is cancelled`);
+    } catch (e) {
+      announce(`Could not cancel the ingest of ${path}: ${(e as Error).message}`);
+    }
+    await refresh();
+  }
+
+  async function rebuildGraph(): Promise<void> {
+    rebuild.disabled = true;
+    try {
+      const scheduled = await api.rebuildGraph();
+      graphNote.textContent = scheduled.coalesced
+        ? "A graph rebuild was already waiting; it will include every document."
+        : "Graph rebuild scheduled.";
+    } catch (e) {
+      graphNote.textContent = `Could not schedule a graph rebuild: ${(e as Error).message}`;
+    } finally {
+      rebuild.disabled = false;
+    }
+  }
+
   async function uploadAll(files: FileList | File[]): Promise<void> {
     for (const file of Array.from(files)) {
       const item = h("li", {}, `${file.name}: uploading…`);
       uploads.prepend(item);
       try {
         const { path } = await api.upload(file);
-        item.textContent = `${file.name}: uploaded as ${path}, queued for indexing`;
-        item.className = "ok";
+        item.textContent = `${file.name}: uploaded as ${path}, queued`;
+        notes.set(path, { item, name: file.name });
       } catch (e) {
         item.textContent = `${file.name}: not uploaded: ${(e as Error).message}`;
         item.className = "error";

@@ -1,7 +1,7 @@
 // Librarian's browser app: sign-in, document library, cited chat, source viewer, GraphRAG view.
 import "./style.css";
 import { Api } from "./api";
-import { decodeClaims, loadToken, saveToken, clearToken, type Claims } from "./session";
+import { clearToken, decodeClaims, isExpired, loadSession, saveToken } from "./session";
 import { h } from "./dom";
 import { renderLibrary } from "./library";
 import { renderChat } from "./chat";
@@ -9,7 +9,18 @@ import { renderGraph } from "./graph";
 import { setupViewer } from "./viewer";
 
 const main = document.getElementById("main") as HTMLElement;
+const EXPIRED = "Your session expired. Sign in again.";
 let stopView: (() => void) | null = null;
+let expiryTimer: number | undefined;
+
+/** The token ran out (its `exp` passed, or the server answered 401): back to the form, saying why. */
+function sessionExpired(): void {
+  stopView?.();
+  stopView = null;
+  window.clearTimeout(expiryTimer);
+  clearToken();
+  signIn(EXPIRED);
+}
 
 function signIn(error?: string): void {
   document.getElementById("nav")!.hidden = true;
@@ -39,11 +50,19 @@ function signIn(error?: string): void {
     error ? h("p", { id: "token-error", class: "error", role: "alert" }, error) : null,
     h("button", { type: "submit" }, "Sign in"),
   );
+  // Enter signs in (a token is one line); Shift+Enter still breaks the line.
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      form.requestSubmit();
+    }
+  });
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const token = input.value.trim().replace(/^Bearer\s+/i, "");
     const claims = decodeClaims(token);
     if (!claims) return signIn("That is not a Librarian token (expected a JWT with sub and org).");
+    if (isExpired(claims)) return signIn("That token has expired. Ask for a new one.");
     try {
       await new Api(token, claims.org).listDocuments();
     } catch (e) {
@@ -60,25 +79,32 @@ function signIn(error?: string): void {
 function route(): void {
   stopView?.();
   stopView = null;
-  const token = loadToken();
-  const claims: Claims | null = token ? decodeClaims(token) : null;
-  if (!token || !claims) return signIn();
-  const api = new Api(token, claims.org);
+  window.clearTimeout(expiryTimer);
+  const session = loadSession();
+  if (session.state === "expired") return signIn(EXPIRED);
+  if (session.state === "none") return signIn();
+  const { token, claims } = session;
+  const api = new Api(token, claims.org, sessionExpired);
+  // Say so when the token runs out while the page is open, not at the next click. (Timers beyond
+  // 2^31 ms fire at once, so a far expiry is not scheduled.)
+  const left = claims.exp * 1000 - Date.now();
+  if (claims.exp && left < 2 ** 31 - 1) expiryTimer = window.setTimeout(sessionExpired, left);
   document.getElementById("nav")!.hidden = false;
   const who = document.getElementById("who")!;
   who.hidden = false;
   document.getElementById("who-text")!.textContent = `${claims.sub} · ${claims.org} (${claims.role})`;
-  const view = location.hash.replace(/^#\//, "") || "library";
+  const [view, ...rest] = (location.hash.replace(/^#\//, "") || "library").split("/");
   for (const link of document.querySelectorAll<HTMLAnchorElement>("#nav a")) {
     if (link.dataset.view === view) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }
-  if (view === "chat") stopView = renderChat(main, api, claims);
+  if (view === "chat") stopView = renderChat(main, api, claims, rest.join("/") || null);
   else if (view === "graph") stopView = renderGraph(main, api);
   else stopView = renderLibrary(main, api, claims);
 }
 
 document.getElementById("sign-out")!.addEventListener("click", () => {
+  window.clearTimeout(expiryTimer);
   clearToken();
   location.hash = "";
   route();

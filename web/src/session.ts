@@ -34,15 +34,32 @@ export function saveToken(token: string): void {
   sessionStorage.setItem(KEY, token);
 }
 
-export function loadToken(): string | null {
+/** Whether the token's `exp` has passed (a token without `exp` never expires here; the server decides). */
+export function isExpired(claims: Claims, now: number = Date.now()): boolean {
+  return claims.exp > 0 && claims.exp * 1000 <= now;
+}
+
+/** What the tab holds: a usable token, one that expired (dropped, so the page can say so), or none. */
+export type StoredSession = { state: "signed-in"; token: string; claims: Claims } | { state: "expired" } | { state: "none" };
+
+export function loadSession(): StoredSession {
   const token = sessionStorage.getItem(KEY);
-  if (!token) return null;
+  if (!token) return { state: "none" };
   const claims = decodeClaims(token);
-  if (!claims || (claims.exp && claims.exp * 1000 < Date.now())) {
+  if (!claims) {
     sessionStorage.removeItem(KEY);
-    return null;
+    return { state: "none" };
   }
-  return token;
+  if (isExpired(claims)) {
+    sessionStorage.removeItem(KEY);
+    return { state: "expired" };
+  }
+  return { state: "signed-in", token, claims };
+}
+
+export function loadToken(): string | null {
+  const session = loadSession();
+  return session.state === "signed-in" ? session.token : null;
 }
 
 export function clearToken(): void {

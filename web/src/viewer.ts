@@ -49,9 +49,12 @@ export async function openSource(
   citations: Citation[] | undefined,
   offset: number,
   answer: string,
+  shown: number = n,
 ): Promise<void> {
+  // `n` is the source's number in the conversation (what the server's evidence names); `shown` the
+  // number the answer displays (each answer's citations count from [1]).
   const span = supportingSpan(citations, n, offset, source, answer);
-  document.getElementById("viewer-title")!.textContent = `[${n}] ${source.filename}, page ${source.page}`;
+  document.getElementById("viewer-title")!.textContent = `[${shown}] ${source.filename}, page ${source.page}`;
   const isPdf = /\.pdf$/i.test(source.path) && source.page >= 1;
   const page = isPdf ? h("div", { class: "page", id: "page" }, h("p", { class: "help" }, "Rendering the page…")) : null;
   body.replaceChildren(...[page, chunkText(source, span)].filter(Boolean) as HTMLElement[]);

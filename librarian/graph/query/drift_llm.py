@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from librarian.chat_model import internal_model
+from librarian.costs.scope import Phase, cost_phase
 from librarian.errors import LibrarianError
 from librarian.graph.json_repair import JsonRepairError, parse_llm_json
 from librarian.graph.query.drift_search import FollowUp, Primer, Report, Step, StepAnswer, renumber
@@ -107,8 +108,11 @@ class LLMDrift:
         self.model = internal_model(model)
         self.limit = followups
 
-    async def _json(self, prompt: str) -> Any:
-        return parse_llm_json(_reply_text(await self.model.ainvoke(prompt)))
+    async def _json(self, prompt: str, phase: Phase = "map") -> Any:
+        # primer and follow-ups read communities and local context: the `map` of DRIFT's costs
+        with cost_phase(phase):
+            reply = await self.model.ainvoke(prompt)
+        return parse_llm_json(_reply_text(reply))
 
     async def primer(self, question: str, reports: Sequence[Report]) -> Primer:
         prompt = PRIMER_PROMPT.format(question=question, reports=render_reports(reports), limit=self.limit)
@@ -152,7 +156,7 @@ class LLMDrift:
             evidence=evidence,
         )
         try:
-            value = await self._json(prompt)
+            value = await self._json(prompt, "reduce")
         except JsonRepairError as exc:
             raise DriftError(f"the model's DRIFT answer could not be read: {exc}") from exc
         if not isinstance(value, dict) or not isinstance(value.get("answer"), str):

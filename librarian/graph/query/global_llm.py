@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from librarian.chat_model import internal_model
+from librarian.costs.scope import cost_phase
 from librarian.graph.json_repair import parse_llm_json, validate_map_answer, validate_reduce_answer
 from librarian.graph.query.global_batches import MapBatch
 from librarian.graph.query.global_search import (
@@ -31,7 +32,8 @@ class LLMMapper:
 
     async def __call__(self, query: str, batch: MapBatch) -> MapAnswer:
         prompt = MAP_PROMPT.format(query=query, content=batch.content)
-        reply = await self.model.ainvoke(prompt)
+        with cost_phase("map"):  # recorded under the caller's organization, if it opened a scope
+            reply = await self.model.ainvoke(prompt)
         parsed = validate_map_answer(parse_llm_json(_reply_text(reply)))
         return MapAnswer(parsed["answer"], parsed["usefulness"], batch.community_ids)
 
@@ -41,7 +43,8 @@ def llm_reducer(model: Any) -> Reducer:
 
     async def reduce(query: str, selected: list[MapAnswer]) -> str:
         content = "\n\n".join(format_map_answer(a) for a in selected)
-        reply = await model.ainvoke(REDUCE_PROMPT.format(query=query, content=content))
+        with cost_phase("reduce"):
+            reply = await model.ainvoke(REDUCE_PROMPT.format(query=query, content=content))
         return validate_reduce_answer(parse_llm_json(_reply_text(reply)))["answer"]
 
     return reduce

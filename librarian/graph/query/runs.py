@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from librarian.chat_model import chat_model_from_settings
+from librarian.costs.question import records_question_costs
 from librarian.graph.query.drift_inputs import primer_reports
 from librarian.graph.query.drift_llm import LLMDrift
 from librarian.graph.query.drift_offline import OfflineDrift
@@ -60,6 +61,7 @@ def make_reranker(stack: Stack) -> Any:
     return make(stack)
 
 
+@records_question_costs
 async def run_local(
     stack: Stack,
     organization_id: str,
@@ -82,6 +84,7 @@ async def run_local(
     )
 
 
+@records_question_costs
 async def run_global(
     stack: Stack,
     organization_id: str,
@@ -162,6 +165,7 @@ async def run_global(
 NO_DRIFT_RESULTS = "The follow-up searches found no evidence that answers this question."
 
 
+@records_question_costs
 async def run_drift(
     stack: Stack,
     organization_id: str,
