@@ -150,6 +150,23 @@ def test_a_401_mid_session_says_so(browser: Any, server: DevServer) -> None:
         context.close()
 
 
+def test_a_401_on_the_chat_page_says_so(browser: Any, server: DevServer) -> None:
+    """The chat talks to the server through the LangGraph SDK, not `Api`: its 401 ends the session too."""
+    from playwright.sync_api import expect
+
+    revoked = mint_token("another-secret-" + "y" * 40, "mallory", ORG)
+    context = browser.new_context(viewport={"width": 1100, "height": 820})
+    context.add_init_script(f"sessionStorage.setItem('librarian.token', {revoked!r})")
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(server.url + "/#/chat")  # lists the user's conversations through the SDK
+        expect(page.get_by_role("alert")).to_have_text(EXPIRED)
+        assert page.evaluate("() => sessionStorage.getItem('librarian.token')") is None
+    finally:
+        context.close()
+
+
 def test_stages_one_running_ingest_cancel_and_rebuild(browser: Any, server: DevServer) -> None:
     from playwright.sync_api import expect
 

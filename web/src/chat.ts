@@ -93,7 +93,18 @@ function pathOf(message: Message): Partial<Turn> {
 }
 
 export function renderChat(root: HTMLElement, api: Api, claims: Claims, openThread: string | null = null): () => void {
-  const client = new Client({ apiUrl: location.origin, apiKey: null, defaultHeaders: api.headers() });
+  // A 401 on the chat's own calls (threads, runs, streams) ends the session like any other API call's.
+  const watchedFetch = async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
+    const response = await fetch(input, init);
+    if (response.status === 401) api.onUnauthorized?.();
+    return response;
+  };
+  const client = new Client({
+    apiUrl: location.origin,
+    apiKey: null,
+    defaultHeaders: api.headers(),
+    callerOptions: { fetch: watchedFetch },
+  });
   // The open conversation outlives a visit to the Library (this tab only; the URL names it too).
   const openKey = `librarian.chat.open:${claims.sub}@${claims.org}`;
   let threadId: string | null = openThread ?? sessionStorage.getItem(openKey);
