@@ -21,6 +21,7 @@ import pytest
 
 from tests.e2e.pdf import AURORA_QUESTION, aurora_pdf
 from tests.integration.server_fixtures import DevServer, token, upload, wait_for_status
+from tests.web_packages import web_node_modules
 
 AXE = Path(__file__).resolve().parents[2] / "web" / "node_modules" / "axe-core" / "axe.min.js"
 ORG = "stark"  # its own organization, apart from the other browser tests
@@ -37,8 +38,7 @@ RUN_AXE = """async (blocking) => {
 
 @pytest.fixture(scope="module")
 def page(browser: Any, server: DevServer, http: httpx.Client) -> Iterator[Any]:
-    if not AXE.is_file():
-        pytest.fail(f"axe-core is missing at {AXE}: run `npm ci` in web/ (web/package.json locks it)")
+    web_node_modules("axe-core/axe.min.js")  # a fresh clone installs web/'s locked packages first
     tok = token("tony", ORG)
     response = upload(http, ORG, tok, "aurora.pdf", aurora_pdf(), "application/pdf")
     assert response.status_code == 202, response.text

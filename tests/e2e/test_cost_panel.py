@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.test_accessibility import AXE, BLOCKING, RUN_AXE
+from tests.web_packages import web_node_modules
 
 WEB = Path(__file__).resolve().parents[2] / "web"
 ORIGIN = "http://costs.test"
@@ -30,9 +31,9 @@ CONFIG = """export default {{
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> str:
     """costs.ts (and the helpers it imports) as one script that defines `Costs.costPanel`."""
+    web_node_modules(".bin/vite")  # a fresh clone installs web/'s locked packages first
     npx = shutil.which("npx")
-    if npx is None or not (WEB / "node_modules" / ".bin" / "vite").exists():
-        pytest.skip("no node/vite in web/node_modules to bundle the panel")
+    assert npx, "node is installed but npx is not"
     folder = tmp_path_factory.mktemp("costs-bundle")
     config = folder / "vite.config.mjs"
     config.write_text(

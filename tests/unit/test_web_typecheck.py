@@ -15,22 +15,12 @@ from pathlib import Path
 
 import pytest
 
-WEB_DIR = Path(__file__).resolve().parents[2] / "web"
+from tests.web_packages import WEB_DIR, web_node_modules
 
 
 @pytest.fixture(scope="module")
 def tsc() -> Path:
-    if shutil.which("node") is None:
-        pytest.skip("Node.js is not installed (`node` not on PATH): the TypeScript check needs it")
-    compiler = WEB_DIR / "node_modules" / "typescript" / "bin" / "tsc"
-    if not compiler.is_file():
-        npm = shutil.which("npm")
-        assert npm, "node is installed but npm is not: install npm to fetch web/'s locked packages"
-        done = subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund"], cwd=WEB_DIR, capture_output=True, text=True, timeout=600
-        )
-        assert done.returncode == 0, f"npm ci in web/ failed:\n{done.stdout}\n{done.stderr}"
-    return compiler
+    return web_node_modules("typescript/bin/tsc") / "typescript" / "bin" / "tsc"
 
 
 def test_the_web_app_type_checks(tsc: Path) -> None:
