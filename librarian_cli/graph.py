@@ -176,6 +176,10 @@ def print_costs(costs: dict[str, Any], console: Any) -> None:
 
 def print_dry_run(estimate: dict[str, Any], console: Any) -> None:
     """The dry run's documents to (re)extract, the estimated calls and tokens, and the budget."""
+
+    def counted(n: int, noun: str) -> str:
+        return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
     console.print(
         f"dry run for {estimate['organization_id']} ({estimate['extractor']} extractor): "
         f"{len(estimate['stale'])} of {estimate['documents']} documents, {estimate['chunks']} chunks "
@@ -183,7 +187,7 @@ def print_dry_run(estimate: dict[str, Any], console: Any) -> None:
     )
     for entry in estimate["stale"]:
         console.print(
-            f"  {entry['path']}: {entry['chunks']} chunks, {entry['calls']} calls, "
+            f"  {entry['path']}: {counted(entry['chunks'], 'chunk')}, {counted(entry['calls'], 'call')}, "
             f"{entry['inputTokens']} tokens in"
         )
     console.print(
