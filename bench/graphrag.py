@@ -13,6 +13,10 @@ local (HotpotQA dev150, BEIR files + qa.jsonl; each paragraph one document, "tit
   joint recall@5  = share of questions with BOTH supporting paragraphs among the top 5 distinct
                     documents of the evidence sources;
   single recall@5 = share of supporting paragraphs (2 per question) found there;
+  recall@2, recall@5 = the HippoRAG protocol (HippoRAG, HippoRAG 2 and the vendors comparing with them):
+                    mean over questions of |supporting in top k distinct documents| / |supporting|,
+                    on the pooled corpus (all questions' paragraphs, supporting and distractors, in one
+                    organization), `librarian.evaluation.metrics.mean_recall_at`;
   printed for plain search and graph local, with graph/search ratios; local query p50/p90 latency
   warm (the first query, which loads the graph snapshot and models, is reported apart).
   Nothing is tuned on this set: it is a development set, and all sizes are the reference's.
@@ -44,6 +48,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 from evals.corpus import ORG as EVAL_ORG  # noqa: E402
 from evals.corpus import ingested  # noqa: E402
 from librarian.evaluation.data import Beir, doc_id_from_path, load_beir  # noqa: E402
+from librarian.evaluation.metrics import mean_recall_at  # noqa: E402
 from librarian.graph.query.global_citations import cited_community_ids  # noqa: E402
 from librarian.graph.query.global_inputs import load_communities  # noqa: E402
 from librarian.graph.query.global_search import GlobalOptions  # noqa: E402
@@ -121,6 +126,8 @@ async def local_bench(args: argparse.Namespace) -> None:
         build_graph(stack, args.org)
         reranker = make_reranker(stack)
         plain_joint, plain_single, graph_joint, graph_single, latencies = [], [], [], [], []
+        rankings: dict[str, dict[str, list[str]]] = {"search_documents": {}, "graph local": {}}
+        qrels = {row["id"]: dict.fromkeys(row["supporting_doc_ids"], 1) for row in qa}
         first_ms = None
         for i, row in enumerate(qa):
             gold = set(row["supporting_doc_ids"])
@@ -133,9 +140,11 @@ async def local_bench(args: argparse.Namespace) -> None:
                 first_ms = elapsed
             else:
                 latencies.append(elapsed)
+            rankings["search_documents"][row["id"]] = top_documents(plain["sources"])
+            rankings["graph local"][row["id"]] = top_documents(local["sources"])
             for docs, joint, single in (
-                (top_documents(plain["sources"]), plain_joint, plain_single),
-                (top_documents(local["sources"]), graph_joint, graph_single),
+                (rankings["search_documents"][row["id"]], plain_joint, plain_single),
+                (rankings["graph local"][row["id"]], graph_joint, graph_single),
             ):
                 found = gold & set(docs)
                 joint.append(float(found == gold))
@@ -150,6 +159,11 @@ async def local_bench(args: argparse.Namespace) -> None:
         print(f"{'graph - search':24}{gj - pj:>+10.3f}{gs - ps:>+12.3f}")
         joint_ratio, single_ratio = (gj / pj if pj else float("nan")), (gs / ps if ps else float("nan"))
         print(f"{'graph / search':24}{joint_ratio:>10.2f}{single_ratio:>12.2f}")
+        print(f"\nHippoRAG protocol, pooled corpus of {len(data.corpus)} paragraphs, {n} questions")
+        print(f"{'':24}{'recall@2':>10}{'recall@5':>12}")
+        for name, ranked in rankings.items():
+            at2, at5 = (mean_recall_at(ranked, qrels, k) for k in (2, 5))
+            print(f"{name:24}{at2:>10.3f}{at5:>12.3f}")
         if latencies:
             q = statistics.quantiles(latencies, n=10) if len(latencies) > 1 else latencies * 9
             print(

@@ -30,6 +30,9 @@ class LibrarianContext:
     graph_global: dict[str, Any] | None = None
     # per-run answer path, as `librarian ask --mode`: auto (None), search, local, global or drift
     mode: str | None = None
+    # per-run restriction of search to named documents of the organization (`docs/NAME`, or NAME);
+    # checked by `requested_paths`: paths never name an organization, the server's is searched
+    paths: list[str] | None = None
 
 
 ANSWER_MODES = ("auto", "search", "local", "global", "drift")

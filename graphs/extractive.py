@@ -40,8 +40,27 @@ from librarian.answers.modes import choose_mode, graph_draft
 from librarian.answers.numbering import number_sources
 from librarian.attachments import AttachmentLibrary
 from librarian.graph.query.global_limits import run_overrides
+from librarian.retrieval.path_filter import (
+    SearchPathError,
+    requested_paths,
+    unknown_paths,
+    unknown_paths_message,
+)
 from librarian.stack import Stack
 from librarian.sync import run_sync
+
+
+def searched_paths(
+    current: Stack, organization_id: str, context: Any
+) -> tuple[list[str] | None, Draft | None]:
+    """(the run's `paths`, or a reply refusing them): a bad or unknown path is answered with a message
+    naming it, not an exception, and never widened to the whole library."""
+    try:
+        paths = requested_paths(context)
+    except SearchPathError as exc:
+        return None, Draft(str(exc), [])
+    unknown = unknown_paths(current.files, organization_id, paths) if paths else []
+    return paths, Draft(unknown_paths_message(unknown), []) if unknown else None
 
 
 def answered_by(draft: Draft, chosen_by: str, known: list[Any]) -> dict[str, Any]:
@@ -127,13 +146,14 @@ def build_extractive_agent(
         messages = state.get("messages", [])
         question, known = last_question(messages), state.get("sources") or []
         mode = requested_mode(get_runtime(LibrarianContext).context)
-        draft = None
+        paths, draft = searched_paths(current, organization_id, get_runtime(LibrarianContext).context)
         chosen = mode if mode != "auto" else choose_mode(question)
-        if graph_routing and chosen != "search":  # no event loop for a plain lookup
+        # no event loop for a plain lookup
+        if draft is None and graph_routing and chosen != "search" and not paths:
             overrides = run_overrides(config, get_runtime(LibrarianContext).context)
             forced = None if mode == "auto" else mode
             draft = run_sync(graph_draft(current, organization_id, question, known, overrides, forced))
-        draft = draft or search_draft(current, organization_id, question, known)
+        draft = draft or search_draft(current, organization_id, question, known, paths)
         text, records = checked(current, draft, known)
         answered = answered_by(draft, chosen_path(mode, draft), known)
         return final_update(draft, streamed_reply(text, draft, answered), records, answered)
@@ -144,13 +164,14 @@ def build_extractive_agent(
         messages = state.get("messages", [])
         question, known = last_question(messages), state.get("sources") or []
         mode = requested_mode(get_runtime(LibrarianContext).context)
-        draft = None
-        if graph_routing and mode != "search":
+        context = get_runtime(LibrarianContext).context
+        paths, draft = await asyncio.to_thread(searched_paths, current, organization_id, context)
+        if draft is None and graph_routing and mode != "search" and not paths:
             overrides = run_overrides(config, get_runtime(LibrarianContext).context)
             forced = None if mode == "auto" else mode
             draft = await graph_draft(current, organization_id, question, known, overrides, forced)
         if draft is None:
-            draft = await asyncio.to_thread(search_draft, current, organization_id, question, known)
+            draft = await asyncio.to_thread(search_draft, current, organization_id, question, known, paths)
         text, records = await asyncio.to_thread(checked, current, draft, known)
         answered = answered_by(draft, chosen_path(mode, draft), known)
         return final_update(draft, streamed_reply(text, draft, answered), records, answered)

@@ -13,6 +13,7 @@ from typing import Any
 
 from librarian_cli.common import add_json_argument, add_org_argument, console, load_stack, require_documents
 from librarian_cli.output import print_json
+from librarian_cli.search import add_in_argument, searched_paths
 
 MODES = ["auto", "search", "local", "global", "drift"]
 CITED_FIELDS = ("filename", "page", "path")
@@ -39,6 +40,7 @@ def add_ask_command(subparsers: Any) -> argparse.ArgumentParser:
         action="store_true",
         help="also show what the answer stands on: matched entities, communities, all the evidence",
     )
+    add_in_argument(ask)
     add_org_argument(ask)
     add_json_argument(ask)
     return ask
@@ -69,7 +71,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from services.ask import answer_with_mode
 
     overrides = global_overrides(args)
-    result = asyncio.run(answer_with_mode(stack, args.org, args.query, args.mode, global_overrides=overrides))
+    paths = searched_paths(stack, args.org, getattr(args, "paths", None))
+    result = asyncio.run(
+        answer_with_mode(stack, args.org, args.query, args.mode, global_overrides=overrides, paths=paths)
+    )
     records = result["details"].get("citations") or []
     citations = cited_sources(result["answer"], result["sources"])
     if args.json:

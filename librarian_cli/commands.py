@@ -88,6 +88,10 @@ def check_args(args: argparse.Namespace) -> None:
         validate_organization_id(args.org)
     if args.command in ("search", "ask") and not args.query.strip():
         raise CliError("the query is empty")
+    if args.command in ("search", "ask") and getattr(args, "paths", None):
+        from librarian.retrieval.path_filter import normalise_search_paths
+
+        args.paths = normalise_search_paths(args.paths)  # `--in ../x` is refused before anything loads
     if args.command == "delete":
         args.path = document_path_arg(args.path)
     if args.command == "ingest":

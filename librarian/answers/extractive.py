@@ -109,10 +109,12 @@ def abstain(numbered: list[tuple[int, Source]]) -> str:
     return f"{NOT_ANSWERED}\n{closest}"
 
 
-def retrieve(current: Stack, organization_id: str, question: str) -> SearchResult:
+def retrieve(
+    current: Stack, organization_id: str, question: str, paths: list[str] | None = None
+) -> SearchResult:
     from librarian.retrieval.rerankers import make_reranker
 
-    options = SearchOptions.from_settings(current)
+    options = SearchOptions.from_settings(current, paths=paths)
     return search(current, organization_id, question, options, make_reranker(current))
 
 
@@ -148,9 +150,11 @@ def quoted_draft(
     return Draft(text, found, (len(EXTRACTIVE_NOTICE), text.rindex("\n\nSources:")))
 
 
-def search_draft(current: Stack, organization_id: str, question: str, known: list[Source]) -> Draft:
-    """The search path: hybrid retrieval, then quotes (or an abstention, or nothing found)."""
-    result = retrieve(current, organization_id, question)
+def search_draft(
+    current: Stack, organization_id: str, question: str, known: list[Source], paths: list[str] | None = None
+) -> Draft:
+    """The search path: hybrid retrieval (only in `paths`, if given), then quotes (or an abstention)."""
+    result = retrieve(current, organization_id, question, paths)
     numbered = number_sources(known, result["sources"])
     if not numbered:
         return Draft(NOTHING_FOUND, [])

@@ -13,7 +13,7 @@ import random
 import re
 import string
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 
 def ndcg_at(ranked: Sequence[str], relevance: dict[str, int], k: int = 10) -> float:
@@ -30,6 +30,20 @@ def mrr_at(ranked: Sequence[str], relevance: dict[str, int], k: int = 10) -> flo
 def recall_at(ranked: Sequence[str], relevance: dict[str, int], k: int = 100) -> float:
     relevant = {d for d, g in relevance.items() if g > 0}
     return len(relevant & set(ranked[:k])) / len(relevant) if relevant else 0.0
+
+
+def mean_recall_at(
+    rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]], k: int
+) -> float:
+    """Mean over the ranked queries of |relevant in top k| / |relevant| (relevant: grade > 0).
+
+    The multi-hop protocol of HippoRAG and HippoRAG 2 (recall@2 and @5 over the supporting passages
+    of each question, on one corpus pooled from all questions), so our figures compare with theirs.
+    A query without relevant documents counts 0, as in `recall_at`.
+    """
+    if k < 1:
+        raise ValueError(f"recall@k needs k >= 1, got {k}")
+    return mean(recall_at(ranked, dict(qrels.get(qid, {})), k) for qid, ranked in rankings.items())
 
 
 def mean(values: Iterable[float]) -> float:

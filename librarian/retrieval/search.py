@@ -17,6 +17,7 @@ from typing_extensions import TypedDict  # pydantic (Studio's schemas) needs it 
 from librarian.embeddings.base import DenseEmbedder, SparseEmbedder, SparseVector
 from librarian.index.base import QueryMatch, VectorIndex
 from librarian.retrieval.excerpts import numbered_excerpts
+from librarian.retrieval.path_filter import restricted_filter
 from librarian.retrieval.reranker import Reranked, Reranker
 from librarian.stack import Stack
 from librarian.tenancy import validate_organization_id
@@ -60,6 +61,8 @@ class SearchOptions:
     min_score: float | None = None  # on the fused hybrid score, before rerank (Mastra's minScore)
     include_values: bool = False
     require_text: bool = True  # drop records without text (nothing to cite); Mastra's tool keeps them
+    # canonical `docs/NAME` paths (`librarian.retrieval.path_filter`): only these documents are searched
+    paths: list[str] | None = None
 
     @classmethod
     def from_settings(cls, stack: Stack, **overrides: Any) -> SearchOptions:
@@ -170,7 +173,7 @@ def candidates_for(
         sparse_vector=sparse,
         alpha=options.alpha,
         top_k=depth or options.candidates,
-        filter=options.filter or None,
+        filter=restricted_filter(options.filter, options.paths),
         include_values=options.include_values,
         include_metadata=True,
     )

@@ -85,7 +85,7 @@ def test_chat_agent_answers_each_organization_from_its_own_documents(corpus, ope
         "graph_global_search",
         "graph_drift_search",
     }
-    assert set(schemas["search_documents"]) == {"query", "top_k"}
+    assert set(schemas["search_documents"]) == {"query", "top_k", "paths"}
     assert set(schemas["graph_local_search"]) == {"query"}  # never an organization
     assert set(schemas["graph_global_search"]) == {"query", "level"}
     shown = next(m["content"] for m in second["messages"] if m["role"] == "tool")

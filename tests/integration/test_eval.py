@@ -88,8 +88,13 @@ def test_eval_retrieval_reports_every_pipeline_and_kfold(tmp_path, settings):
     alpha = fitted["alpha (grid 0-1 step 0.05)"]
     assert alpha[3] <= alpha[2] + 1e-9  # held out never beats the in-sample best
     assert "local rerank weights (grid step 0.1)" in fitted
+    recall = {row[0]: row[1:] for row in report["tables"][2]["rows"]}  # the HippoRAG protocol
+    assert report["tables"][2]["columns"] == ["pipeline", "recall@2", "recall@5"]
+    assert set(recall) == {names[0], "bm25s (whole documents)"}
+    assert all(0.0 <= at2 <= at5 <= 1.0 for at2, at5 in recall.values())
+    assert recall[names[0]][1] >= 0.75  # one relevant document per query, found near the top
     text, page = to_text(report), to_html(report)
-    assert "nDCG@10" in text and "held-out" in text
+    assert "nDCG@10" in text and "held-out" in text and "recall@2" in text
     assert (
         page.startswith("<!doctype html>")
         and "<svg" in page

@@ -50,7 +50,7 @@ def _search(tool, args, org: str | None = ACME, **kwargs):
 
 def test_the_model_sees_query_and_top_k_only(tool):
     parameters = convert_to_openai_tool(tool)["function"]["parameters"]
-    assert set(parameters["properties"]) == {"query", "top_k"}
+    assert set(parameters["properties"]) == {"query", "top_k", "paths"}
     assert parameters["required"] == ["query"]
     assert {"type": "integer", "minimum": 1, "maximum": 20} in parameters["properties"]["top_k"]["anyOf"]
     assert not any(word in json.dumps(parameters).lower() for word in ("namespace", "organization", "org_"))

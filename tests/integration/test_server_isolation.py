@@ -263,7 +263,7 @@ def test_chat_model_searches_then_answers_citing_acme_documents(server, wire, wo
         "graph_drift_search",
     }
     # no tool lets the model name an organization, a namespace or a filter
-    assert set(tools["search_documents"]) == {"query", "top_k"}
+    assert set(tools["search_documents"]) == {"query", "top_k", "paths"}  # paths: documents of the org only
     assert all(not {"organization_id", "namespace", "org", "filter"} & set(p) for p in tools.values())
 
 
