@@ -236,6 +236,7 @@ def test_the_answer_and_the_judge_are_charged_to_the_organization(corpus, openai
     """The cost ledger: the agent's own calls are `answer`, the support judge's are `judge`."""
     from librarian.costs.handler import USAGE_RECORDER
     from librarian.costs.ledger import ledger_of
+    from librarian.costs.question import flush_question_costs
 
     judged = Stack(corpus.settings.model_copy(update={"support_judge": "llm"}))
     model = ChatOpenAI(
@@ -247,6 +248,7 @@ def test_the_answer_and_the_judge_are_charged_to_the_organization(corpus, openai
     )
 
     def phases() -> dict[str, tuple[int, int, int]]:
+        flush_question_costs()  # the ledger is written off the event loop
         return {p.phase: (p.calls, p.inputTokens, p.outputTokens) for p in ledger_of(judged).phases(ORG)}
 
     before = phases()

@@ -11,6 +11,7 @@ from langchain_openai import ChatOpenAI
 
 from librarian.costs.handler import USAGE_RECORDER
 from librarian.costs.ledger import ledger_of
+from librarian.costs.question import flush_question_costs
 from librarian.costs.scope import current_scope
 from librarian.graph.query.runs import run_global
 from librarian.stack import Stack
@@ -46,6 +47,7 @@ async def test_a_global_answer_records_map_and_reduce_for_the_asking_organizatio
     result = await run_global(stack, "org-a", "How does Scrooge change?", model=recorded_model(openai_server))
     assert result["status"] == "completed"
     assert current_scope() is None  # the run's scope is closed again
+    flush_question_costs()  # written by the ledger's thread, off the event loop
     phases = {p.phase: p for p in ledger_of(stack).phases("org-a")}
     assert phases["map"].calls == 1 and phases["reduce"].calls == 1
     assert phases["answer"].calls == 0  # every call of a global answer is a map or the reduce
@@ -58,4 +60,5 @@ async def test_a_global_answer_records_map_and_reduce_for_the_asking_organizatio
 async def test_an_offline_global_answer_records_nothing(stack: Stack) -> None:
     result = await run_global(stack, "org-a", "How does Scrooge change?")
     assert result["status"] == "completed"
+    flush_question_costs()
     assert all(p.calls == 0 and p.inputTokens == 0 for p in ledger_of(stack).phases("org-a"))
